@@ -1,7 +1,15 @@
 //! fragfs: TileDB array fragments as plain decoded files.
 //!
 //! Data flows one way: disk bytes -> [`format`] (what is where) -> [`filter`] (un-filtered
-//! chunk) -> [`view`] (bytes of a virtual file) -> FUSE or the CLI.
+//! chunk) -> [`array`] (an array on disk) -> [`view`] (bytes of a virtual file) -> FUSE or
+//! the CLI.
 
+pub mod array;
+pub mod error;
 pub mod filter;
 pub mod format;
+pub mod info;
+pub mod listing;
+pub mod view;
+
+pub use error::{Error, Result};

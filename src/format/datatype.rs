@@ -165,3 +165,25 @@ mod tests {
         assert_eq!(Datatype::TimeAs.element_kind(), ElementKind::I64);
     }
 }
+
+/// Reads one integer value of an integer-like datatype (integers, DATETIME, TIME) from
+/// its little-endian bytes; `None` for other types or short input.
+pub fn decode_int(bytes: &[u8], t: Datatype) -> Option<i128> {
+    let arr = |n: usize| -> Option<[u8; 8]> {
+        let mut a = [0u8; 8];
+        a[..n].copy_from_slice(bytes.get(..n)?);
+        Some(a)
+    };
+    Some(match t.element_kind() {
+        _ if t.is_string() || t.is_float() => return None,
+        ElementKind::I8 => bytes.first().map(|&b| b as i8 as i128)?,
+        ElementKind::U8 => *bytes.first()? as i128,
+        ElementKind::I16 => i16::from_le_bytes(arr(2)?[..2].try_into().ok()?) as i128,
+        ElementKind::U16 => u16::from_le_bytes(arr(2)?[..2].try_into().ok()?) as i128,
+        ElementKind::I32 => i32::from_le_bytes(arr(4)?[..4].try_into().ok()?) as i128,
+        ElementKind::U32 => u32::from_le_bytes(arr(4)?[..4].try_into().ok()?) as i128,
+        ElementKind::I64 => i64::from_le_bytes(arr(8)?) as i128,
+        ElementKind::U64 => u64::from_le_bytes(arr(8)?) as i128,
+        ElementKind::F32 | ElementKind::F64 => return None,
+    })
+}

@@ -1,9 +1,16 @@
 //! Pure parsers over byte slices: no files, no FUSE. Every format version lives here.
 
+pub mod chunked;
+pub mod commits;
 pub mod datatype;
 pub mod error;
+pub mod footer;
+pub mod fragment_metadata;
+pub mod generic_tile;
+pub mod name;
 pub mod pipeline;
 pub mod reader;
+pub mod schema;
 
 pub use datatype::{Datatype, ElementKind};
 pub use error::{FormatError, Result};

@@ -1,0 +1,362 @@
+//! One fragment and its metadata, loaded on first use: the footer when the fragment is
+//! first looked at, each per-field list of tile offsets only when a tile of that field is
+//! read. Mounting an array with 100,000 fragments reads no fragment metadata.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::format::footer::{footer_location, Footer, FooterLocation};
+use crate::format::fragment_metadata::{
+    parse_fragment_stats, parse_processed_conditions, parse_sums, parse_u64_list, FieldStats,
+    RTree, TileBounds,
+};
+use crate::format::name::{NameGeneration, TimestampedName};
+use crate::format::schema::ArraySchema;
+use crate::format::{datatype::decode_int, Reader};
+
+use super::field::{fragment_fields, Field};
+use super::generic_tile::read_generic_tile;
+use super::storage::DataFile;
+use super::SchemaFile;
+
+pub const METADATA_FILE: &str = "__fragment_metadata.tdb";
+
+#[derive(Debug)]
+pub struct Fragment {
+    /// Position among the live fragments (oldest first).
+    pub index: usize,
+    pub dir: PathBuf,
+    pub name: String,
+    pub rel_dir: String,
+    pub timestamps: TimestampedName,
+    key: Option<[u8; 32]>,
+    meta: OnceLock<Result<Arc<FragmentMeta>>>,
+}
+
+/// Which per-slot list of tile positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TileList {
+    Offsets,
+    VarOffsets,
+    VarSizes,
+    ValidityOffsets,
+}
+
+/// Per-slot lists, each loaded once.
+type LazyLists = Vec<OnceLock<Result<Arc<Vec<u64>>>>>;
+
+#[derive(Debug)]
+pub struct FragmentMeta {
+    pub footer: Footer,
+    pub schema: Arc<ArraySchema>,
+    pub schema_name: String,
+    pub fields: Vec<Field>,
+    pub tile_count: u64,
+    /// Cells of every tile but the last (dense: all tiles).
+    pub cells_per_tile: u64,
+    pub last_tile_cells: u64,
+    metadata_path: PathBuf,
+    key: Option<[u8; 32]>,
+    context: String,
+    lists: [LazyLists; 4],
+}
+
+impl Fragment {
+    pub fn new(
+        index: usize,
+        dir: PathBuf,
+        name: String,
+        rel_dir: String,
+        timestamps: TimestampedName,
+        key: Option<[u8; 32]>,
+    ) -> Fragment {
+        Fragment {
+            index,
+            dir,
+            name,
+            rel_dir,
+            timestamps,
+            key,
+            meta: OnceLock::new(),
+        }
+    }
+
+    /// The fragment's metadata, parsed on first call.
+    pub fn meta(&self, schemas: &[SchemaFile]) -> Result<Arc<FragmentMeta>> {
+        self.meta
+            .get_or_init(|| FragmentMeta::load(self, schemas).map(Arc::new))
+            .clone()
+    }
+
+    pub fn metadata_path(&self) -> PathBuf {
+        self.dir.join(METADATA_FILE)
+    }
+}
+
+impl FragmentMeta {
+    fn load(fragment: &Fragment, schemas: &[SchemaFile]) -> Result<FragmentMeta> {
+        let context = format!("fragment {}", fragment.name);
+        let metadata_path = fragment.metadata_path();
+        if fragment.timestamps.generation == NameGeneration::One {
+            return Err(Error::corrupt(
+                &context,
+                "format 1-2 fragment metadata (whole-file generic tile) is not supported yet",
+            ));
+        }
+        let file = DataFile::open(&metadata_path)?;
+        // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
+        let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
+        let name_version = fragment.timestamps.version;
+        let footer_bytes = if name_version >= 10 {
+            read_trailing_footer(&file, &context)?
+        } else {
+            let schema = legacy
+                .or(schemas.first())
+                .ok_or_else(|| Error::corrupt(&context, "no schema for a pre-v10 fragment"))?;
+            match footer_location(name_version, &schema.schema) {
+                FooterLocation::Trailing => read_trailing_footer(&file, &context)?,
+                FooterLocation::Computed(len) => {
+                    let start = file.len().checked_sub(len).ok_or_else(|| {
+                        Error::corrupt(
+                            format!("{context}, {METADATA_FILE}"),
+                            format!("file of {} bytes is shorter than its {len}-byte footer", file.len()),
+                        )
+                    })?;
+                    file.read(start, len)?
+                }
+            }
+        };
+        let version_in_footer = Reader::new(&footer_bytes)
+            .u32("footer version")
+            .map_err(|e| Error::format(format!("{context}, {METADATA_FILE}"), e))?;
+        let schema_file = if version_in_footer >= 10 {
+            let mut r = Reader::new(&footer_bytes);
+            let name = r
+                .u32("footer version")
+                .and_then(|_| r.string_u64("array schema name"))
+                .map_err(|e| Error::format(format!("{context}, {METADATA_FILE}"), e))?;
+            let n = name.trim_start_matches('/').to_string();
+            schemas.iter().find(|s| s.name == n).ok_or_else(|| {
+                Error::corrupt(&context, format!("footer names schema {n}, which is not in __schema/"))
+            })?
+        } else {
+            legacy.ok_or_else(|| Error::corrupt(&context, "no __array_schema.tdb"))?
+        };
+        let schema = schema_file.schema.clone();
+        let footer = Footer::parse(&footer_bytes, &schema)
+            .map_err(|e| Error::format(format!("{context}, {METADATA_FILE} footer"), e))?;
+        let fields = fragment_fields(&schema, &footer);
+        let (tile_count, cells_per_tile, last_tile_cells) = if footer.dense {
+            dense_tiling(&schema, &footer).map_err(|r| Error::corrupt(&context, r))?
+        } else {
+            let last = if footer.sparse_tile_num == 0 {
+                0
+            } else {
+                footer.last_tile_cell_num
+            };
+            (footer.sparse_tile_num, schema.capacity, last)
+        };
+        let slots = footer.slot_count(&schema);
+        let lazy = || (0..slots).map(|_| OnceLock::new()).collect::<Vec<_>>();
+        Ok(FragmentMeta {
+            footer,
+            schema,
+            schema_name: schema_file.name.clone(),
+            fields,
+            tile_count,
+            cells_per_tile,
+            last_tile_cells,
+            metadata_path,
+            key: fragment.key,
+            context,
+            lists: [lazy(), lazy(), lazy(), lazy()],
+        })
+    }
+
+    pub fn cell_count(&self) -> u64 {
+        match self.tile_count {
+            0 => 0,
+            n => (n - 1)
+                .saturating_mul(self.cells_per_tile)
+                .saturating_add(self.last_tile_cells),
+        }
+    }
+
+    /// Cells in tile `k`.
+    pub fn tile_cells(&self, k: u64) -> u64 {
+        if k + 1 == self.tile_count {
+            self.last_tile_cells
+        } else {
+            self.cells_per_tile
+        }
+    }
+
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// A per-slot list of tile positions, loaded on first use.
+    pub fn tile_list(&self, which: TileList, slot: usize) -> Result<Arc<Vec<u64>>> {
+        let f = &self.footer;
+        let (offsets, label) = match which {
+            TileList::Offsets => (&f.tile_offsets_offsets, "tile offsets"),
+            TileList::VarOffsets => (&f.tile_var_offsets_offsets, "tile var offsets"),
+            TileList::VarSizes => (&f.tile_var_sizes_offsets, "tile var sizes"),
+            TileList::ValidityOffsets => (&f.tile_validity_offsets_offsets, "tile validity offsets"),
+        };
+        let cell = self.lists[which as usize]
+            .get(slot)
+            .ok_or_else(|| Error::corrupt(&self.context, format!("no {label} for slot {slot}")))?;
+        cell.get_or_init(|| {
+            let what = format!("{}, {METADATA_FILE}, {label} of slot {slot}", self.context);
+            let at = *offsets
+                .get(slot)
+                .ok_or_else(|| Error::corrupt(&what, "footer has no offset for this slot"))?;
+            let bytes = self.generic_tile(at, &what)?;
+            parse_u64_list(&bytes, label)
+                .map(Arc::new)
+                .map_err(|e| Error::format(&what, e))
+        })
+        .clone()
+    }
+
+    fn generic_tile(&self, offset: u64, what: &str) -> Result<Vec<u8>> {
+        let file = DataFile::open(&self.metadata_path)?;
+        read_generic_tile(&file, offset, self.key, what)
+    }
+
+    /// The R-tree (sparse fragments: one leaf MBR per tile).
+    pub fn rtree(&self) -> Result<RTree> {
+        let what = format!("{}, {METADATA_FILE}, R-tree", self.context);
+        let bytes = self.generic_tile(self.footer.rtree_offset, &what)?;
+        RTree::parse(&bytes, self.footer.version, &self.schema.dimensions)
+            .map_err(|e| Error::format(&what, e))
+    }
+
+    /// Per-tile min and max of a slot (v11+; empty when the field has none).
+    pub fn tile_bounds(&self, slot: usize) -> Result<(TileBounds, TileBounds)> {
+        let f = &self.footer;
+        let (Some(&min_at), Some(&max_at)) = (f.tile_min_offsets.get(slot), f.tile_max_offsets.get(slot))
+        else {
+            return Ok(Default::default());
+        };
+        let what = format!("{}, {METADATA_FILE}, tile mins of slot {slot}", self.context);
+        let min = TileBounds::parse(&self.generic_tile(min_at, &what)?).map_err(|e| Error::format(&what, e))?;
+        let what = format!("{}, {METADATA_FILE}, tile maxes of slot {slot}", self.context);
+        let max = TileBounds::parse(&self.generic_tile(max_at, &what)?).map_err(|e| Error::format(&what, e))?;
+        Ok((min, max))
+    }
+
+    pub fn tile_sums(&self, slot: usize) -> Result<Vec<[u8; 8]>> {
+        let Some(&at) = self.footer.tile_sum_offsets.get(slot) else {
+            return Ok(Vec::new());
+        };
+        let what = format!("{}, {METADATA_FILE}, tile sums of slot {slot}", self.context);
+        parse_sums(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
+    }
+
+    pub fn tile_null_counts(&self, slot: usize) -> Result<Vec<u64>> {
+        let Some(&at) = self.footer.tile_null_count_offsets.get(slot) else {
+            return Ok(Vec::new());
+        };
+        let what = format!("{}, {METADATA_FILE}, tile null counts of slot {slot}", self.context);
+        parse_u64_list(&self.generic_tile(at, &what)?, "tile null counts").map_err(|e| Error::format(&what, e))
+    }
+
+    pub fn fragment_stats(&self) -> Result<Option<Vec<FieldStats>>> {
+        let Some(at) = self.footer.fragment_min_max_sum_null_count_offset else {
+            return Ok(None);
+        };
+        let what = format!("{}, {METADATA_FILE}, fragment statistics", self.context);
+        let slots = self.footer.slot_count(&self.schema);
+        parse_fragment_stats(&self.generic_tile(at, &what)?, slots)
+            .map(Some)
+            .map_err(|e| Error::format(&what, e))
+    }
+
+    pub fn processed_conditions(&self) -> Result<Option<Vec<String>>> {
+        let Some(at) = self.footer.processed_conditions_offset else {
+            return Ok(None);
+        };
+        let what = format!("{}, {METADATA_FILE}, processed conditions", self.context);
+        parse_processed_conditions(&self.generic_tile(at, &what)?)
+            .map(Some)
+            .map_err(|e| Error::format(&what, e))
+    }
+
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// The AES-256-GCM key, set only for encrypted arrays.
+    pub fn key(&self) -> Option<[u8; 32]> {
+        self.key
+    }
+}
+
+fn read_trailing_footer(file: &DataFile, context: &str) -> Result<Vec<u8>> {
+    let what = format!("{context}, {METADATA_FILE}");
+    let len_at = file
+        .len()
+        .checked_sub(8)
+        .ok_or_else(|| Error::corrupt(&what, format!("file of {} bytes has no footer", file.len())))?;
+    let raw = file.read(len_at, 8)?;
+    let len = u64::from_le_bytes(raw.try_into().map_err(|_| Error::corrupt(&what, "short read"))?);
+    let start = len_at.checked_sub(len).ok_or_else(|| {
+        Error::corrupt(
+            &what,
+            format!("footer length {len} exceeds the file's {} bytes", file.len()),
+        )
+    })?;
+    file.read(start, len)
+}
+
+/// Tile count and cells per tile of a dense fragment: every space tile that intersects the
+/// non-empty domain, anchored at the domain's low value (`07` §4).
+fn dense_tiling(schema: &ArraySchema, footer: &Footer) -> std::result::Result<(u64, u64, u64), String> {
+    let mut tiles: u64 = 1;
+    let mut cells: u64 = 1;
+    for (d, (lo, hi)) in schema.dimensions.iter().zip(&footer.non_empty_domain) {
+        let t = d.datatype;
+        let num = |b: &[u8]| decode_int(b, t).ok_or(format!("dense dimension {} has non-integer type {}", d.name, t.name()));
+        let dom_lo = num(d.domain.get(..t.size() as usize).unwrap_or(&[]))?;
+        let extent = match &d.tile_extent {
+            Some(e) => num(e)?,
+            None => return Err(format!("dense dimension {} has no tile extent", d.name)),
+        };
+        if extent <= 0 {
+            return Err(format!("dimension {} has tile extent {extent}", d.name));
+        }
+        let (lo, hi) = (num(lo)?, num(hi)?);
+        if hi < lo || lo < dom_lo {
+            return Err(format!("non-empty domain [{lo}, {hi}] of {} is outside the domain", d.name));
+        }
+        let count = (hi - dom_lo) / extent - (lo - dom_lo) / extent + 1;
+        tiles = u64::try_from(count)
+            .ok()
+            .and_then(|c| tiles.checked_mul(c))
+            .ok_or("dense tile count overflows")?;
+        cells = u64::try_from(extent)
+            .ok()
+            .and_then(|e| cells.checked_mul(e))
+            .ok_or("dense tile cell count overflows")?;
+    }
+    if footer.non_empty_domain.len() != schema.dimensions.len() {
+        return Err("dense fragment has no non-empty domain".into());
+    }
+    Ok((tiles, cells, cells))
+}
+
+/// Reads the fragment folder's total size on disk (for `info`).
+pub fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}

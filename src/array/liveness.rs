@@ -1,0 +1,177 @@
+//! Which fragment folders are live (`01-array-layout.md` §4): committed by a `.wrt`/`.ok`
+//! file or a `.con` entry (minus `.ign` entries), or holding `__fragment_metadata.tdb`
+//! (format 1-4), and not listed in any `.vac` file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::error::Result;
+use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits, parse_lines};
+use crate::format::name::{NameGeneration, TimestampedName};
+
+use super::storage::{list_dir, read_file};
+
+/// A fragment folder found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundFragment {
+    /// Folder name, e.g. `__1_1_<uuid>_22`.
+    pub name: String,
+    /// Path relative to the array root: `__fragments/<name>` or `<name>`.
+    pub rel_dir: String,
+    pub timestamps: TimestampedName,
+}
+
+/// A fragment folder that is not shown, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ignored {
+    pub rel_dir: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Liveness {
+    /// Live fragments, oldest first (by first timestamp, then name).
+    pub live: Vec<FoundFragment>,
+    pub ignored: Vec<Ignored>,
+    /// Delete/update commits, relative paths (their bytes, embedded or on disk).
+    pub conditions: Vec<(String, Option<Vec<u8>>)>,
+}
+
+const SPECIAL: &[&str] = &[
+    "__schema",
+    "__commits",
+    "__meta",
+    "__fragments",
+    "__fragment_meta",
+    "__labels",
+    "__enumerations",
+];
+
+pub fn find_fragments(root: &Path) -> Result<Liveness> {
+    let commits_dir = root.join("__commits");
+    let commit_files = list_dir(&commits_dir)?;
+    let root_entries = list_dir(root)?;
+
+    let mut ignore = BTreeSet::new();
+    for (name, is_dir) in &commit_files {
+        if !is_dir && name.ends_with(".ign") {
+            for line in parse_lines(&read_file(&commits_dir.join(name))?) {
+                ignore.insert(line);
+            }
+        }
+    }
+
+    // Relative commit paths that count as present: `__commits/<x>.wrt`, `<x>.ok`, ...
+    let mut committed = BTreeSet::new();
+    let mut conditions = Vec::new();
+    let mut vacuumed: BTreeMap<String, String> = BTreeMap::new();
+    let mut add_vac = |bytes: &[u8], source: &str| {
+        for entry in parse_lines(bytes) {
+            vacuumed
+                .entry(normalize_vacuum_entry(&entry))
+                .or_insert_with(|| source.to_string());
+        }
+    };
+    for (name, is_dir) in &commit_files {
+        if *is_dir {
+            continue;
+        }
+        let rel = format!("__commits/{name}");
+        if name.ends_with(".con") {
+            let bytes = read_file(&commits_dir.join(name))?;
+            // A corrupt .con file hides what it commits; it is reported, not fatal.
+            match parse_consolidated_commits(&bytes) {
+                Ok(entries) => {
+                    for e in entries {
+                        if ignore.contains(&e.path) {
+                            continue;
+                        }
+                        if e.path.ends_with(".del") || e.path.ends_with(".upd") {
+                            conditions.push((e.path.clone(), e.payload.clone()));
+                        }
+                        committed.insert(e.path);
+                    }
+                }
+                Err(e) => log::warn!("{rel}: unreadable consolidated commits file: {e}"),
+            }
+        } else if name.ends_with(".wrt") {
+            committed.insert(rel);
+        } else if name.ends_with(".del") || name.ends_with(".upd") {
+            conditions.push((rel, None));
+        } else if name.ends_with(".vac") {
+            add_vac(&read_file(&commits_dir.join(name))?, &rel);
+        }
+    }
+    for (name, is_dir) in &root_entries {
+        if *is_dir {
+            continue;
+        }
+        if name.ends_with(".ok") {
+            committed.insert(name.clone());
+        } else if name.ends_with(".vac") {
+            add_vac(&read_file(&root.join(name))?, name);
+        }
+    }
+
+    let mut found = Vec::new();
+    let mut ignored = Vec::new();
+    for (name, is_dir) in list_dir(&root.join("__fragments"))? {
+        if is_dir {
+            let rel_dir = format!("__fragments/{name}");
+            let commit = format!("__commits/{name}.wrt");
+            found.push((name, rel_dir, committed.contains(&commit), ".wrt commit file"));
+        }
+    }
+    for (name, is_dir) in &root_entries {
+        if !is_dir || name.contains('.') || SPECIAL.contains(&name.as_str()) {
+            continue;
+        }
+        let rel_dir = name.clone();
+        let Some(ts) = TimestampedName::parse(name) else {
+            continue;
+        };
+        let is_committed = match ts.generation {
+            NameGeneration::Three => committed.contains(&format!("{name}.ok")),
+            _ => root.join(name).join("__fragment_metadata.tdb").is_file(),
+        };
+        let marker = match ts.generation {
+            NameGeneration::Three => ".ok commit file",
+            _ => "__fragment_metadata.tdb",
+        };
+        found.push((name.clone(), rel_dir, is_committed, marker));
+    }
+
+    let mut live = Vec::new();
+    for (name, rel_dir, is_committed, marker) in found {
+        let Some(timestamps) = TimestampedName::parse(&name) else {
+            ignored.push(Ignored {
+                rel_dir,
+                reason: "not a timestamped fragment name".into(),
+            });
+            continue;
+        };
+        if !is_committed {
+            ignored.push(Ignored {
+                rel_dir,
+                reason: format!("uncommitted: no {marker}"),
+            });
+        } else if let Some(vac) = vacuumed.get(&rel_dir) {
+            ignored.push(Ignored {
+                rel_dir,
+                reason: format!("consolidated away: listed in {vac}"),
+            });
+        } else {
+            live.push(FoundFragment {
+                name,
+                rel_dir,
+                timestamps,
+            });
+        }
+    }
+    live.sort_by(|a, b| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
+    Ok(Liveness {
+        live,
+        ignored,
+        conditions,
+    })
+}

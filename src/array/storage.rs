@@ -1,0 +1,95 @@
+//! Reading bytes of the array's files. Everything above goes through here, so arrays on
+//! object storage can later plug in ranged GETs.
+//!
+//! Files are read with positioned reads (`pread`) rather than memory maps: a file that is
+//! truncated while mapped would kill the daemon with SIGBUS, while a short `pread` is an
+//! ordinary error. Files are only ever opened read-only.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// An open, read-only file of the array.
+#[derive(Debug)]
+pub struct DataFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+impl DataFile {
+    pub fn open(path: &Path) -> Result<DataFile> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Ok(DataFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+        })
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads exactly `len` bytes at `offset`; a range past the end is an error naming
+    /// the file, never a short read.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len);
+        if end.is_none_or(|end| end > self.len) {
+            return Err(Error::corrupt(
+                self.path.display().to_string(),
+                format!(
+                    "needs bytes {offset}..{} but the file has {} bytes",
+                    offset.saturating_add(len),
+                    self.len
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(buf)
+    }
+
+    /// The whole file.
+    pub fn read_all(&self) -> Result<Vec<u8>> {
+        self.read(0, self.len)
+    }
+}
+
+/// Reads a whole small file (schemas, commit files).
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// Names in a folder, sorted; a missing folder is empty.
+pub fn list_dir(path: &Path) -> Result<Vec<(String, bool)>> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(path, e))?;
+        // Symlinks are not followed: file_type() describes the link itself.
+        let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+        if ft.is_symlink() {
+            continue;
+        }
+        out.push((entry.file_name().to_string_lossy().into_owned(), ft.is_dir()));
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,211 @@
+//! Data tiles of one field file: where tile k lies (tile offsets + file sizes from the
+//! fragment metadata), where its chunks lie (chunk headers, read without decoding), and
+//! un-filtering one chunk.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::filter::{unfilter_chunk, unfilter_string_chunk, ChunkContext, StringChunk};
+use crate::format::chunked::{parse_chunk_count, parse_chunk_header, Chunk, CHUNK_HEADER_LEN};
+use crate::format::{Datatype, Filter, FilterPipeline};
+
+use super::field::Field;
+use super::fragment::{FragmentMeta, TileList};
+use super::storage::DataFile;
+
+/// The three files a field may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileRole {
+    /// Fixed values, or the per-tile offsets of a var field.
+    Data,
+    /// Var-size bytes.
+    Var,
+    /// One byte per cell, nullable fields.
+    Validity,
+}
+
+/// Chunks of one tile, with offsets relative to the file.
+#[derive(Debug, Clone)]
+pub struct TileChunks {
+    pub chunks: Vec<Chunk>,
+    /// Start of each chunk's output within the unfiltered tile, plus the total at the end.
+    pub starts: Vec<u64>,
+}
+
+impl TileChunks {
+    pub fn unfiltered_len(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+}
+
+/// One data file of a field, ready to serve tiles.
+#[derive(Debug)]
+pub struct TileFile {
+    pub path: PathBuf,
+    pub file_name: String,
+    /// The file size recorded in the footer: the end of the last tile.
+    pub recorded_size: u64,
+    pub offsets: Arc<Vec<u64>>,
+    pub pipeline: FilterPipeline,
+    pub ctx: ChunkContext,
+    /// "fragment X, a0.tdb": prefixed to every error.
+    pub context: String,
+}
+
+impl TileFile {
+    pub fn open(meta: &FragmentMeta, field: &Field, role: FileRole, dir: &std::path::Path) -> Result<TileFile> {
+        let schema = &meta.schema;
+        let f = &meta.footer;
+        let (file_name, list, sizes, pipeline, field_type, cell_size) = match role {
+            FileRole::Data if field.is_var() => (
+                field.data_file(),
+                TileList::Offsets,
+                &f.file_sizes,
+                schema.offsets_filters.clone(),
+                Datatype::UInt64,
+                8,
+            ),
+            FileRole::Data => (
+                field.data_file(),
+                TileList::Offsets,
+                &f.file_sizes,
+                field.filters.clone(),
+                field.datatype,
+                field.cell_size(),
+            ),
+            FileRole::Var => (
+                field.var_file(),
+                TileList::VarOffsets,
+                &f.file_var_sizes,
+                field.filters.clone(),
+                field.datatype,
+                field.datatype.size(),
+            ),
+            FileRole::Validity => (
+                field.validity_file(),
+                TileList::ValidityOffsets,
+                &f.file_validity_sizes,
+                schema.validity_filters.clone(),
+                Datatype::UInt8,
+                1,
+            ),
+        };
+        let context = format!("{}, {}", meta.context(), file_name);
+        let recorded_size = *sizes
+            .get(field.slot)
+            .ok_or_else(|| Error::corrupt(&context, "footer has no file size for this field"))?;
+        let offsets = meta.tile_list(list, field.slot)?;
+        if (offsets.len() as u64) < meta.tile_count {
+            return Err(Error::corrupt(
+                &context,
+                format!(
+                    "metadata lists {} tile offsets for {} tiles",
+                    offsets.len(),
+                    meta.tile_count
+                ),
+            ));
+        }
+        Ok(TileFile {
+            path: dir.join(&file_name),
+            file_name,
+            recorded_size,
+            offsets,
+            pipeline: if meta.key().is_some() {
+                pipeline.with_encryption()
+            } else {
+                pipeline
+            },
+            ctx: ChunkContext {
+                field_type,
+                cell_size,
+                format_version: f.version,
+                key: meta.key(),
+            },
+            context,
+        })
+    }
+
+    /// Start and persisted length of tile `k` in the file.
+    pub fn tile_span(&self, k: u64) -> Result<(u64, u64)> {
+        let start = *self
+            .offsets
+            .get(k as usize)
+            .ok_or_else(|| Error::corrupt(self.tile_context(k), "no tile offset"))?;
+        let end = match self.offsets.get(k as usize + 1) {
+            Some(&next) if (k as usize + 1) < self.offsets.len() => next,
+            _ => self.recorded_size,
+        };
+        if end < start {
+            return Err(Error::corrupt(
+                self.tile_context(k),
+                format!("tile offsets go backwards ({start} then {end})"),
+            ));
+        }
+        Ok((start, end - start))
+    }
+
+    pub fn tile_context(&self, k: u64) -> String {
+        format!("{}, tile {k}", self.context)
+    }
+
+    /// Walks the chunk headers of tile `k` (a few small reads, no decoding).
+    pub fn chunks(&self, file: &DataFile, k: u64) -> Result<TileChunks> {
+        let (start, len) = self.tile_span(k)?;
+        let ctx = || self.tile_context(k);
+        if len == 0 {
+            return Ok(TileChunks {
+                chunks: Vec::new(),
+                starts: vec![0],
+            });
+        }
+        let count = parse_chunk_count(&file.read(start, 8.min(len))?, len)
+            .map_err(|e| Error::format(ctx(), e))?;
+        let mut chunks = Vec::with_capacity(count as usize);
+        let mut starts = Vec::with_capacity(count as usize + 1);
+        let mut offset = 8u64;
+        let mut total = 0u64;
+        for i in 0..count {
+            let header = file.read(start + offset, CHUNK_HEADER_LEN.min(len - offset))?;
+            let chunk = parse_chunk_header(&header, offset, len)
+                .map_err(|e| Error::format(format!("{}, chunk {i}", ctx()), e))?;
+            starts.push(total);
+            total += chunk.unfiltered_len as u64;
+            offset = chunk.end();
+            chunks.push(Chunk {
+                metadata_offset: chunk.metadata_offset + start,
+                ..chunk
+            });
+        }
+        starts.push(total);
+        Ok(TileChunks { chunks, starts })
+    }
+
+    fn chunk_bytes(&self, file: &DataFile, chunk: &Chunk) -> Result<(Vec<u8>, Vec<u8>)> {
+        let md = file.read(chunk.metadata_offset, chunk.metadata_len as u64)?;
+        let data = file.read(chunk.data_range().start, chunk.filtered_len as u64)?;
+        Ok((md, data))
+    }
+
+    /// Un-filters chunk `i` of tile `k`.
+    pub fn decode_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<Vec<u8>> {
+        let (md, data) = self.chunk_bytes(file, chunk)?;
+        unfilter_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
+            .map_err(|e| Error::filter(format!("{}, chunk {i}", self.tile_context(k)), e))
+    }
+
+    /// Un-filters chunk `i` of a var tile whose offsets are embedded (string mode).
+    pub fn decode_string_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<StringChunk> {
+        let (md, data) = self.chunk_bytes(file, chunk)?;
+        unfilter_string_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
+            .map_err(|e| Error::filter(format!("{}, chunk {i}", self.tile_context(k)), e))
+    }
+
+    /// True when the pipeline can carry embedded offsets (RLE or DICTIONARY first).
+    pub fn may_embed_offsets(&self) -> bool {
+        matches!(
+            self.pipeline.filters.first(),
+            Some(Filter::Rle { .. }) | Some(Filter::Dictionary { .. })
+        )
+    }
+}

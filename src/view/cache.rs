@@ -1,0 +1,128 @@
+//! A least-recently-used cache of decoded chunks (and the small chunk indexes that locate
+//! them), bounded in bytes. It is what keeps memory under `--cache-size` whatever the
+//! array size.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+
+/// Anything cached knows its size in bytes.
+pub trait Weigh {
+    fn weight(&self) -> u64;
+}
+
+struct Entry<V> {
+    value: Arc<V>,
+    tick: u64,
+    weight: u64,
+}
+
+struct Lru<K, V> {
+    map: HashMap<K, Entry<V>>,
+    order: BTreeMap<u64, K>,
+    tick: u64,
+    used: u64,
+}
+
+pub struct Cache<K, V> {
+    capacity: u64,
+    inner: Mutex<Lru<K, V>>,
+}
+
+impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
+    pub fn new(capacity: u64) -> Self {
+        Cache {
+            capacity,
+            inner: Mutex::new(Lru {
+                map: HashMap::new(),
+                order: BTreeMap::new(),
+                tick: 0,
+                used: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<K, V>> {
+        // A panic while holding the lock leaves the LRU consistent enough to go on.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn get(&self, key: &K) -> Option<Arc<V>> {
+        let mut lru = self.lock();
+        lru.tick += 1;
+        let tick = lru.tick;
+        let entry = lru.map.get_mut(key)?;
+        let old = std::mem::replace(&mut entry.tick, tick);
+        let value = entry.value.clone();
+        lru.order.remove(&old);
+        lru.order.insert(tick, key.clone());
+        Some(value)
+    }
+
+    pub fn insert(&self, key: K, value: Arc<V>) {
+        let weight = value.weight();
+        if weight > self.capacity {
+            return; // Served once, never kept: the bound holds even for huge chunks.
+        }
+        let mut lru = self.lock();
+        lru.tick += 1;
+        let tick = lru.tick;
+        if let Some(old) = lru.map.remove(&key) {
+            lru.order.remove(&old.tick);
+            lru.used -= old.weight;
+        }
+        while lru.used + weight > self.capacity {
+            let Some((_, victim)) = lru.order.pop_first() else {
+                break;
+            };
+            if let Some(e) = lru.map.remove(&victim) {
+                lru.used -= e.weight;
+            }
+        }
+        lru.used += weight;
+        lru.order.insert(tick, key.clone());
+        lru.map.insert(key, Entry { value, tick, weight });
+    }
+
+    /// Returns the cached value or loads, caches and returns it.
+    pub fn get_or_load(&self, key: K, load: impl FnOnce() -> Result<V>) -> Result<Arc<V>> {
+        if let Some(v) = self.get(&key) {
+            return Ok(v);
+        }
+        let value = Arc::new(load()?);
+        self.insert(key, value.clone());
+        Ok(value)
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> u64 {
+        self.lock().used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Weigh for Vec<u8> {
+        fn weight(&self) -> u64 {
+            self.len() as u64
+        }
+    }
+
+    #[test]
+    fn evicts_least_recently_used_within_the_byte_bound() {
+        let c: Cache<u32, Vec<u8>> = Cache::new(10);
+        c.insert(1, Arc::new(vec![0; 4]));
+        c.insert(2, Arc::new(vec![0; 4]));
+        assert!(c.get(&1).is_some());
+        c.insert(3, Arc::new(vec![0; 4]));
+        assert!(c.get(&2).is_none(), "2 was least recently used");
+        assert!(c.get(&1).is_some() && c.get(&3).is_some());
+        assert!(c.used() <= 10);
+        c.insert(4, Arc::new(vec![0; 11]));
+        assert!(c.get(&4).is_none(), "larger than the whole cache: not kept");
+    }
+}

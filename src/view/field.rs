@@ -1,0 +1,335 @@
+//! Bytes of a field's virtual files (`values.bin`, `offsets.bin`, `validity.bin`), served
+//! lazily: a byte range is mapped to the tiles it overlaps, each tile to the chunks it
+//! needs, and only those chunks are un-filtered (through the shared cache).
+
+use std::sync::Arc;
+
+use crate::array::field::Field;
+use crate::array::fragment::{FragmentMeta, TileList};
+use crate::array::storage::DataFile;
+use crate::array::tile::{FileRole, TileChunks, TileFile};
+use crate::error::{Error, Result};
+use crate::filter::StringChunk;
+
+use super::cache::{Cache, Weigh};
+
+/// The raw virtual files of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RawFile {
+    Values,
+    Offsets,
+    Validity,
+}
+
+impl RawFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            RawFile::Values => "values.bin",
+            RawFile::Offsets => "offsets.bin",
+            RawFile::Validity => "validity.bin",
+        }
+    }
+}
+
+/// Identifies one cached item: a chunk index of a tile, a decoded chunk, or a string-mode
+/// tile.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    pub fragment: usize,
+    pub slot: usize,
+    pub role: FileRole,
+    pub tile: u64,
+    pub item: Item,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Item {
+    ChunkIndex,
+    Chunk(usize),
+    StringTile,
+}
+
+pub enum Cached {
+    Chunks(TileChunks),
+    Bytes(Vec<u8>),
+    Strings(StringChunk),
+}
+
+impl Weigh for Cached {
+    fn weight(&self) -> u64 {
+        // Plus a small constant for the entry itself.
+        64 + match self {
+            Cached::Chunks(c) => (c.chunks.len() * 32 + c.starts.len() * 8) as u64,
+            Cached::Bytes(b) => b.len() as u64,
+            Cached::Strings(s) => (s.bytes.len() + s.offsets.len() * 8) as u64,
+        }
+    }
+}
+
+pub type ChunkCache = Cache<CacheKey, Cached>;
+
+/// Reads the virtual files of one field of one fragment.
+pub struct FieldReader<'a> {
+    pub fragment: usize,
+    pub dir: &'a std::path::Path,
+    pub meta: &'a FragmentMeta,
+    pub field: &'a Field,
+    pub cache: &'a ChunkCache,
+}
+
+impl FieldReader<'_> {
+    /// Exact size of a virtual file, from metadata alone.
+    pub fn size(&self, file: RawFile) -> Result<u64> {
+        let cells = self.meta.cell_count();
+        Ok(match file {
+            RawFile::Values if self.field.is_var() => *self.var_starts()?.last().unwrap_or(&0),
+            RawFile::Values => cells.saturating_mul(self.field.cell_size()),
+            RawFile::Offsets => cells.saturating_mul(8),
+            RawFile::Validity => cells,
+        })
+    }
+
+    /// Start of each var tile in `values.bin`, plus the total at the end.
+    fn var_starts(&self) -> Result<Vec<u64>> {
+        let sizes = self.meta.tile_list(TileList::VarSizes, self.field.slot)?;
+        let n = self.meta.tile_count as usize;
+        if sizes.len() < n {
+            return Err(Error::corrupt(
+                format!("{}, {}", self.meta.context(), self.field.var_file()),
+                format!("metadata lists {} var tile sizes for {n} tiles", sizes.len()),
+            ));
+        }
+        let mut starts = Vec::with_capacity(n + 1);
+        let mut total = 0u64;
+        for &s in &sizes[..n] {
+            starts.push(total);
+            total = total.saturating_add(s);
+        }
+        starts.push(total);
+        Ok(starts)
+    }
+
+    /// Bytes per tile of `file` when all tiles but the last have the same size.
+    fn uniform_tile_len(&self, file: RawFile) -> u64 {
+        let per_cell = match file {
+            RawFile::Values => self.field.cell_size(),
+            RawFile::Offsets => 8,
+            RawFile::Validity => 1,
+        };
+        self.meta.cells_per_tile.saturating_mul(per_cell)
+    }
+
+    /// Reads `[offset, offset + len)` of a virtual file (clipped to its size).
+    pub fn read(&self, file: RawFile, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let size = self.size(file)?;
+        let end = offset.saturating_add(len).min(size);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let var_starts = if file == RawFile::Values && self.field.is_var() {
+            Some(self.var_starts()?)
+        } else {
+            None
+        };
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        let mut pos = offset;
+        while pos < end {
+            let (k, tile_start, tile_end) = match &var_starts {
+                Some(starts) => {
+                    // Last tile whose start is <= pos (skipping empty tiles).
+                    let k = starts.partition_point(|&s| s <= pos).saturating_sub(1);
+                    (k as u64, starts[k], starts[k + 1])
+                }
+                None => {
+                    let stride = self.uniform_tile_len(file).max(1);
+                    let k = (pos / stride).min(self.meta.tile_count.saturating_sub(1));
+                    let start = k * stride;
+                    let tile_len = self.meta.tile_cells(k) * (stride / self.meta.cells_per_tile.max(1));
+                    (k, start, start + tile_len)
+                }
+            };
+            if tile_end <= pos {
+                return Err(Error::corrupt(self.meta.context(), format!("no tile holds byte {pos} of {}", file.name())));
+            }
+            let a = pos - tile_start;
+            let b = end.min(tile_end) - tile_start;
+            let bytes = self.tile_range(file, k, a, b, var_starts.as_deref())?;
+            out.extend_from_slice(&bytes);
+            pos = tile_start + b;
+        }
+        Ok(out)
+    }
+
+    fn tile_file(&self, role: FileRole) -> Result<TileFile> {
+        TileFile::open(self.meta, self.field, role, self.dir)
+    }
+
+    /// Bytes `[a, b)` of tile `k` of a virtual file.
+    fn tile_range(&self, file: RawFile, k: u64, a: u64, b: u64, var_starts: Option<&[u64]>) -> Result<Vec<u8>> {
+        match file {
+            RawFile::Validity => self.tile_bytes(FileRole::Validity, k, a, b),
+            RawFile::Values if !self.field.is_var() => self.tile_bytes(FileRole::Data, k, a, b),
+            RawFile::Values => match self.string_tile(k)? {
+                Some(tile) => {
+                    let what = self.tile_file(FileRole::Var)?.tile_context(k);
+                    let strings = tile.strings().ok_or_else(|| Error::corrupt(&what, "cache holds the wrong item"))?;
+                    slice(&strings.bytes, a, b, &what)
+                }
+                None => self.tile_bytes(FileRole::Var, k, a, b),
+            },
+            RawFile::Offsets => {
+                let base = match var_starts {
+                    Some(s) => s[k as usize],
+                    None => self.var_starts()?[k as usize],
+                };
+                let (a8, b8) = (a / 8 * 8, b.div_ceil(8) * 8);
+                let raw = match self.string_tile(k)? {
+                    Some(tile) => {
+                        let offsets = tile.strings().map(|s| s.offsets.as_slice()).unwrap_or(&[]);
+                        let (from, to) = ((a8 / 8) as usize, ((b8 / 8) as usize).min(offsets.len()));
+                        offsets.get(from..to).unwrap_or(&[]).iter().flat_map(|o| o.to_le_bytes()).collect()
+                    }
+                    None => self.tile_bytes(FileRole::Data, k, a8, b8)?,
+                };
+                let shifted: Vec<u8> = raw
+                    .chunks_exact(8)
+                    .flat_map(|c| {
+                        let v = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+                        v.wrapping_add(base).to_le_bytes()
+                    })
+                    .collect();
+                slice(&shifted, a - a8, b - a8, &format!("{}, offsets of tile {k}", self.meta.context()))
+            }
+        }
+    }
+
+    /// The chunk index of tile `k` of a file, checked against the size metadata promises.
+    fn chunk_index(&self, tf: &TileFile, role: FileRole, k: u64) -> Result<Arc<Cached>> {
+        let key = self.key(role, k, Item::ChunkIndex);
+        self.cache.get_or_load(key, || {
+            let file = DataFile::open(&tf.path)?;
+            let chunks = tf.chunks(&file, k)?;
+            let cells = self.meta.tile_cells(k);
+            let expected = match role {
+                FileRole::Data => cells.saturating_mul(self.field.cell_size()),
+                FileRole::Validity => cells,
+                FileRole::Var => self.var_starts().map(|s| s[k as usize + 1] - s[k as usize])?,
+            };
+            let embedded_offsets = role == FileRole::Data && self.field.is_var() && chunks.chunks.is_empty();
+            if chunks.unfiltered_len() != expected && !embedded_offsets {
+                return Err(Error::corrupt(
+                    tf.tile_context(k),
+                    format!("chunks add up to {} bytes, metadata says {expected}", chunks.unfiltered_len()),
+                ));
+            }
+            Ok(Cached::Chunks(chunks))
+        })
+    }
+
+    fn key(&self, role: FileRole, tile: u64, item: Item) -> CacheKey {
+        CacheKey {
+            fragment: self.fragment,
+            slot: self.field.slot,
+            role,
+            tile,
+            item,
+        }
+    }
+
+    /// Un-filtered bytes `[a, b)` of tile `k` of one data file.
+    fn tile_bytes(&self, role: FileRole, k: u64, a: u64, b: u64) -> Result<Vec<u8>> {
+        let tf = self.tile_file(role)?;
+        let index = self.chunk_index(&tf, role, k)?;
+        let Cached::Chunks(index) = &*index else {
+            return Err(Error::corrupt(tf.tile_context(k), "cache holds the wrong item"));
+        };
+        let mut out = Vec::with_capacity((b - a) as usize);
+        let mut file = None;
+        for (i, chunk) in index.chunks.iter().enumerate() {
+            let (start, end) = (index.starts[i], index.starts[i + 1]);
+            if end <= a || start >= b {
+                continue;
+            }
+            let decoded = self.cache.get_or_load(self.key(role, k, Item::Chunk(i)), || {
+                if file.is_none() {
+                    file = Some(DataFile::open(&tf.path)?);
+                }
+                let f = file.as_ref().ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
+                tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
+            })?;
+            let Cached::Bytes(bytes) = &*decoded else {
+                return Err(Error::corrupt(tf.tile_context(k), "cache holds the wrong item"));
+            };
+            let from = a.max(start) - start;
+            let to = b.min(end) - start;
+            out.extend_from_slice(&slice(bytes, from, to, &format!("{}, chunk {i}", tf.tile_context(k)))?);
+        }
+        if out.len() as u64 != b - a {
+            return Err(Error::corrupt(tf.tile_context(k), format!("tile holds {} of the bytes {a}..{b}", out.len())));
+        }
+        Ok(out)
+    }
+
+    /// For var fields: the tile decoded in string mode when its offsets are embedded in
+    /// the var data (RLE/DICTIONARY strings, `05` §4), else `None`.
+    fn string_tile(&self, k: u64) -> Result<Option<Arc<Cached>>> {
+        let offsets_tf = self.tile_file(FileRole::Data)?;
+        let index = self.chunk_index(&offsets_tf, FileRole::Data, k)?;
+        let Cached::Chunks(index) = &*index else {
+            return Ok(None);
+        };
+        let cells = self.meta.tile_cells(k);
+        if !index.chunks.is_empty() || cells == 0 {
+            return Ok(None);
+        }
+        let var_tf = self.tile_file(FileRole::Var)?;
+        if !var_tf.may_embed_offsets() {
+            return Err(Error::corrupt(
+                offsets_tf.tile_context(k),
+                format!("offsets tile is empty but the tile has {cells} cells"),
+            ));
+        }
+        let var_index = self.chunk_index(&var_tf, FileRole::Var, k)?;
+        let Cached::Chunks(var_index) = &*var_index else {
+            return Ok(None);
+        };
+        let tile = self.cache.get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
+            let file = DataFile::open(&var_tf.path)?;
+            let mut all = StringChunk {
+                bytes: Vec::new(),
+                offsets: Vec::new(),
+            };
+            for (i, chunk) in var_index.chunks.iter().enumerate() {
+                let part = var_tf.decode_string_chunk(&file, k, i, chunk)?;
+                let base = all.bytes.len() as u64;
+                all.offsets.extend(part.offsets.iter().map(|o| o + base));
+                all.bytes.extend_from_slice(&part.bytes);
+            }
+            if all.offsets.len() as u64 != cells {
+                return Err(Error::corrupt(
+                    var_tf.tile_context(k),
+                    format!("embedded offsets give {} cells, metadata says {cells}", all.offsets.len()),
+                ));
+            }
+            Ok(Cached::Strings(all))
+        })?;
+        Ok(Some(tile))
+    }
+}
+
+/// `bytes[a..b]` or a corruption error naming `what`.
+fn slice(bytes: &[u8], a: u64, b: u64, what: &str) -> Result<Vec<u8>> {
+    bytes
+        .get(a as usize..b as usize)
+        .map(|s| s.to_vec())
+        .ok_or_else(|| Error::corrupt(what, format!("decoded {} bytes, needed {a}..{b}", bytes.len())))
+}
+
+impl Cached {
+    pub fn strings(&self) -> Option<&StringChunk> {
+        match self {
+            Cached::Strings(s) => Some(s),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The JSON files of the tree: `array.json`, `schema.json`, `schemas/<name>.json`,
+//! `footer.json`, `tiles.json`. Keys keep a stable order; output is pretty-printed.
+
+use serde_json::{json, Map, Value};
+
+use crate::array::fragment::{dir_size, FragmentMeta};
+use crate::array::storage::DataFile;
+use crate::array::tile::{FileRole, TileFile};
+use crate::array::{Array, Fragment};
+use crate::error::Result;
+use crate::format::fragment_metadata::TileBounds;
+use crate::format::schema::{ArraySchema, CurrentDomain, VAR_NUM};
+use crate::format::{Filter, FilterPipeline};
+
+use super::value;
+
+pub fn to_bytes(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+fn pipeline(p: &FilterPipeline) -> Value {
+    let filters: Vec<Value> = p
+        .filters
+        .iter()
+        .map(|f| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!(f.name()));
+            match f {
+                Filter::Gzip { level }
+                | Filter::Zstd { level }
+                | Filter::Lz4 { level }
+                | Filter::Rle { level }
+                | Filter::Bzip2 { level }
+                | Filter::Dictionary { level } => {
+                    m.insert("level".into(), json!(level));
+                }
+                Filter::Delta { reinterpret } | Filter::DoubleDelta { reinterpret } => {
+                    m.insert("reinterpret_datatype".into(), json!(reinterpret.map(|t| t.name())));
+                }
+                Filter::BitWidthReduction { max_window } | Filter::PositiveDelta { max_window } => {
+                    m.insert("max_window".into(), json!(max_window));
+                }
+                Filter::ScaleFloat { scale, offset, byte_width } => {
+                    m.insert("scale".into(), json!(scale));
+                    m.insert("offset".into(), json!(offset));
+                    m.insert("byte_width".into(), json!(byte_width));
+                }
+                Filter::Webp(w) => {
+                    m.insert("quality".into(), json!(w.quality));
+                    m.insert("input_format".into(), json!(w.input_format));
+                    m.insert("lossless".into(), json!(w.lossless));
+                    m.insert("y_extent".into(), json!(w.y_extent));
+                    m.insert("x_extent".into(), json!(w.x_extent));
+                }
+                _ => {}
+            }
+            Value::Object(m)
+        })
+        .collect();
+    json!({"max_chunk_size": p.max_chunk_size, "filters": filters})
+}
+
+fn cell_val_num(n: u32) -> Value {
+    if n == VAR_NUM {
+        json!("var")
+    } else {
+        json!(n)
+    }
+}
+
+pub fn schema(name: &str, s: &ArraySchema) -> Value {
+    let dims: Vec<Value> = s
+        .dimensions
+        .iter()
+        .map(|d| {
+            let size = d.datatype.size() as usize;
+            let domain = if d.domain.len() == 2 * size {
+                value::range(&d.domain[..size], &d.domain[size..], d.datatype)
+            } else {
+                Value::Null
+            };
+            json!({
+                "name": d.name,
+                "datatype": d.datatype.name(),
+                "cell_val_num": cell_val_num(d.cell_val_num),
+                "domain": domain,
+                "tile_extent": d.tile_extent.as_ref().map(|e| value::element(e, d.datatype)),
+                "filters": pipeline(&d.filters),
+            })
+        })
+        .collect();
+    let attrs: Vec<Value> = s
+        .attributes
+        .iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "datatype": a.datatype.name(),
+                "cell_val_num": cell_val_num(a.cell_val_num),
+                "nullable": a.nullable,
+                "fill_value": value::cell(&a.fill_value, a.datatype),
+                "fill_value_validity": a.fill_value_validity,
+                "order": a.order,
+                "enumeration": a.enumeration,
+                "filters": pipeline(&a.filters),
+            })
+        })
+        .collect();
+    let labels: Vec<Value> = s
+        .labels
+        .iter()
+        .map(|l| {
+            json!({"dimension_index": l.dimension_index, "name": l.name, "uri": l.uri,
+                   "uri_is_relative": l.uri_is_relative, "attribute_name": l.attribute_name,
+                   "order": l.order, "datatype": l.datatype.name(),
+                   "cell_val_num": cell_val_num(l.cell_val_num), "is_external": l.is_external})
+        })
+        .collect();
+    let current_domain = match &s.current_domain {
+        None => Value::Null,
+        Some(CurrentDomain::Empty) => json!("empty"),
+        Some(CurrentDomain::NdRectangle(ranges)) => Value::Array(
+            ranges
+                .iter()
+                .zip(&s.dimensions)
+                .map(|((lo, hi), d)| value::range(lo, hi, d.datatype))
+                .collect(),
+        ),
+    };
+    json!({
+        "name": name,
+        "version": s.version,
+        "array_type": if s.array_type == crate::format::schema::ArrayType::Dense { "dense" } else { "sparse" },
+        "tile_order": s.tile_order.name(),
+        "cell_order": s.cell_order.name(),
+        "capacity": s.capacity,
+        "allows_dups": s.allows_dups,
+        "coords_filters": pipeline(&s.coords_filters),
+        "offsets_filters": pipeline(&s.offsets_filters),
+        "validity_filters": pipeline(&s.validity_filters),
+        "dimensions": dims,
+        "attributes": attrs,
+        "dimension_labels": labels,
+        "enumerations": s.enumerations.iter().map(|e| json!({"name": e.name, "file": e.file_name})).collect::<Vec<_>>(),
+        "current_domain": current_domain,
+    })
+}
+
+pub fn non_empty_domain(meta: &FragmentMeta) -> Value {
+    Value::Array(
+        meta.footer
+            .non_empty_domain
+            .iter()
+            .zip(&meta.schema.dimensions)
+            .map(|((lo, hi), d)| value::range(lo, hi, d.datatype))
+            .collect(),
+    )
+}
+
+pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
+    let f = &meta.footer;
+    json!({
+        "fragment": fragment.name,
+        "version": f.version,
+        "array_schema_name": meta.schema_name,
+        "dense": f.dense,
+        "null_non_empty_domain": f.null_non_empty_domain,
+        "non_empty_domain": non_empty_domain(meta),
+        "sparse_tile_num": f.sparse_tile_num,
+        "last_tile_cell_num": f.last_tile_cell_num,
+        "has_timestamps": f.has_timestamps,
+        "has_delete_meta": f.has_delete_meta,
+        "file_sizes": f.file_sizes,
+        "file_var_sizes": f.file_var_sizes,
+        "file_validity_sizes": f.file_validity_sizes,
+        "rtree_offset": f.rtree_offset,
+        "tile_offsets_offsets": f.tile_offsets_offsets,
+        "tile_var_offsets_offsets": f.tile_var_offsets_offsets,
+        "tile_var_sizes_offsets": f.tile_var_sizes_offsets,
+        "tile_validity_offsets_offsets": f.tile_validity_offsets_offsets,
+        "tile_min_offsets": f.tile_min_offsets,
+        "tile_max_offsets": f.tile_max_offsets,
+        "tile_sum_offsets": f.tile_sum_offsets,
+        "tile_null_count_offsets": f.tile_null_count_offsets,
+        "fragment_min_max_sum_null_count_offset": f.fragment_min_max_sum_null_count_offset,
+        "processed_conditions_offset": f.processed_conditions_offset,
+        "optional_sections": f.optional_sections.iter().map(|(id, d)| json!({"id": id, "size": d.len()})).collect::<Vec<_>>(),
+        "derived": {
+            "cell_count": meta.cell_count(),
+            "tile_count": meta.tile_count,
+            "cells_per_tile": meta.cells_per_tile,
+            "timestamp_range": [fragment.timestamps.t1, fragment.timestamps.t2],
+            "fields": meta.fields.iter().map(|x| json!({
+                "name": x.name, "role": x.role.name(), "slot": x.slot, "datatype": x.datatype.name(),
+                "cell_val_num": cell_val_num(x.cell_val_num), "nullable": x.nullable,
+                "stored": x.stored, "files": field_files(x),
+            })).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn field_files(f: &crate::array::field::Field) -> Value {
+    if !f.stored {
+        return Value::Null;
+    }
+    let mut files = vec![f.data_file()];
+    if f.is_var() {
+        files.push(f.var_file());
+    }
+    if f.nullable {
+        files.push(f.validity_file());
+    }
+    json!(files)
+}
+
+fn bounds(b: &TileBounds, k: usize, meta: &FragmentMeta, f: &crate::array::field::Field) -> Value {
+    if b.is_empty() {
+        return Value::Null;
+    }
+    b.get(k, f.is_var(), f.cell_size() as usize, meta.tile_count as usize)
+        .map(|bytes| value::cell(bytes, f.datatype))
+        .unwrap_or(Value::Null)
+}
+
+/// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics.
+pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
+    let mut fields = Map::new();
+    for f in meta.fields.iter().filter(|f| f.stored) {
+        let (min, max) = meta.tile_bounds(f.slot)?;
+        let sums = meta.tile_sums(f.slot)?;
+        let nulls = if f.nullable { meta.tile_null_counts(f.slot)? } else { Vec::new() };
+        let mut roles = vec![FileRole::Data];
+        if f.is_var() {
+            roles.push(FileRole::Var);
+        }
+        if f.nullable {
+            roles.push(FileRole::Validity);
+        }
+        let files: Vec<(TileFile, Option<DataFile>)> = roles
+            .iter()
+            .map(|&r| {
+                let tf = TileFile::open(meta, f, r, &fragment.dir)?;
+                let file = DataFile::open(&tf.path).ok();
+                Ok((tf, file))
+            })
+            .collect::<Result<_>>()?;
+        let mut tiles = Vec::new();
+        for k in 0..meta.tile_count {
+            let mut t = Map::new();
+            t.insert("cells".into(), json!(meta.tile_cells(k)));
+            for (tf, file) in &files {
+                let (offset, size) = tf.tile_span(k)?;
+                let chunks = match file {
+                    Some(file) => tf.chunks(file, k).ok(),
+                    None => None,
+                };
+                t.insert(
+                    tf.file_name.clone(),
+                    json!({
+                        "offset": offset,
+                        "size": size,
+                        "decoded_size": chunks.as_ref().map(|c| c.unfiltered_len()),
+                        "chunks": chunks.as_ref().map(|c| c.chunks.len()),
+                    }),
+                );
+            }
+            t.insert("min".into(), bounds(&min, k as usize, meta, f));
+            t.insert("max".into(), bounds(&max, k as usize, meta, f));
+            t.insert("sum".into(), sums.get(k as usize).map(|s| value::sum(s, f.datatype)).unwrap_or(Value::Null));
+            t.insert("null_count".into(), nulls.get(k as usize).map(|n| json!(n)).unwrap_or(Value::Null));
+            tiles.push(Value::Object(t));
+        }
+        fields.insert(f.name.clone(), json!(tiles));
+    }
+    let mbrs = if meta.footer.dense {
+        Value::Null
+    } else {
+        let rtree = meta.rtree()?;
+        json!({
+            "fanout": rtree.fanout,
+            "levels": rtree.levels.iter().map(|level| level.iter().map(|mbr| {
+                Value::Array(mbr.iter().zip(&meta.schema.dimensions).map(|((lo, hi), d)| value::range(lo, hi, d.datatype)).collect())
+            }).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        })
+    };
+    Ok(json!({"fragment": fragment.name, "tile_count": meta.tile_count, "fields": fields, "rtree": mbrs}))
+}
+
+pub fn array(array: &Array) -> Value {
+    let mut versions = std::collections::BTreeSet::new();
+    let mut total_cells = 0u64;
+    let fragments: Vec<Value> = array
+        .fragments
+        .iter()
+        .map(|f| match f.meta(&array.schemas) {
+            Ok(m) => {
+                versions.insert(m.footer.version);
+                total_cells += m.cell_count();
+                json!({"name": f.name, "dir": f.rel_dir, "version": m.footer.version,
+                       "timestamp_range": [f.timestamps.t1, f.timestamps.t2],
+                       "type": if m.footer.dense { "dense" } else { "sparse" },
+                       "cell_count": m.cell_count(), "size_on_disk": dir_size(&f.dir)})
+            }
+            Err(e) => json!({"name": f.name, "dir": f.rel_dir, "error": e.to_string()}),
+        })
+        .collect();
+    json!({
+        "path": array.root.display().to_string(),
+        "format_versions": versions,
+        "schema_versions": array.schemas.iter().map(|s| s.schema.version).collect::<std::collections::BTreeSet<_>>(),
+        "fragment_count": array.fragments.len(),
+        "total_cells": total_cells,
+        "schemas": array.schemas.iter().map(|s| s.rel_path.clone()).collect::<Vec<_>>(),
+        "fragments": fragments,
+        "ignored": array.ignored.iter().map(|i| json!({"dir": i.rel_dir, "reason": i.reason})).collect::<Vec<_>>(),
+        "delete_and_update_conditions": array.conditions,
+    })
+}

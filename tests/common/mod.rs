@@ -1,0 +1,259 @@
+//! Conformance checking shared by the tests: compares what the view serves with an
+//! `<array>.expected.json` as written by the corpus and fixture generators (format in
+//! `../shared/corpus/README.md`).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use fragfs::array::{parse_key, OpenOptions};
+use fragfs::view::{Node, View};
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn shared_corpus() -> PathBuf {
+    repo().join("../shared/corpus/tiledb")
+}
+
+pub fn fixtures() -> PathBuf {
+    repo().join("tests/fixtures/tiledb")
+}
+
+/// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted.
+pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    names.sort();
+    for p in names {
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if let Some(array) = name.strip_suffix(".expected.json") {
+            let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            out.push((dir.join(array), json));
+        }
+    }
+    out
+}
+
+pub fn open_view(array: &Path, expected: &Value) -> fragfs::Result<View> {
+    let key = expected["encryption"]["key"]
+        .as_str()
+        .map(|k| parse_key(k).unwrap());
+    View::open(array, OpenOptions { key }, 64 << 20)
+}
+
+pub fn read_all(view: &View, node: Node) -> fragfs::Result<Vec<u8>> {
+    let size = view.size(node)?;
+    // Odd-sized reads, so tile and chunk boundaries fall inside requests.
+    let mut out = Vec::new();
+    while (out.len() as u64) < size {
+        let part = view.read_at(node, out.len() as u64, 7919)?;
+        if part.is_empty() {
+            break;
+        }
+        out.extend(part);
+    }
+    assert_eq!(out.len() as u64, size, "read_at served fewer bytes than size()");
+    Ok(out)
+}
+
+fn element_bytes(v: &Value, datatype: &str) -> Result<Vec<u8>, String> {
+    let as_f64 = |v: &Value| -> Result<f64, String> {
+        match v {
+            Value::String(s) if s == "NaN" => Ok(f64::NAN),
+            Value::String(s) if s == "Infinity" => Ok(f64::INFINITY),
+            Value::String(s) if s == "-Infinity" => Ok(f64::NEG_INFINITY),
+            v => v.as_f64().ok_or(format!("not a number: {v}")),
+        }
+    };
+    let int = |v: &Value| -> Result<i128, String> {
+        v.as_i64()
+            .map(|x| x as i128)
+            .or(v.as_u64().map(|x| x as i128))
+            .ok_or(format!("not an integer: {v}"))
+    };
+    Ok(match datatype {
+        "INT8" | "CHAR" | "UINT8" | "BOOL" | "STRING_ASCII" | "STRING_UTF8" | "BLOB" | "ANY" => {
+            vec![int(v)? as u8]
+        }
+        "INT16" | "UINT16" => (int(v)? as u16).to_le_bytes().to_vec(),
+        "INT32" | "UINT32" => (int(v)? as u32).to_le_bytes().to_vec(),
+        "FLOAT32" => (as_f64(v)? as f32).to_le_bytes().to_vec(),
+        "FLOAT64" => as_f64(v)?.to_le_bytes().to_vec(),
+        _ => (int(v)? as u64).to_le_bytes().to_vec(),
+    })
+}
+
+fn cell_bytes(v: &Value, datatype: &str) -> Result<Vec<u8>, String> {
+    match v {
+        Value::String(s) if !matches!(datatype, "FLOAT32" | "FLOAT64") => Ok(s.as_bytes().to_vec()),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for i in items {
+                out.extend(element_bytes(i, datatype)?);
+            }
+            Ok(out)
+        }
+        v => element_bytes(v, datatype),
+    }
+}
+
+fn same_float_bits(a: &[u8], b: &[u8], datatype: &str) -> bool {
+    match datatype {
+        "FLOAT32" => a
+            .chunks(4)
+            .zip(b.chunks(4))
+            .all(|(x, y)| {
+                let (x, y) = (f32::from_le_bytes(x.try_into().unwrap()), f32::from_le_bytes(y.try_into().unwrap()));
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+            }),
+        "FLOAT64" => a
+            .chunks(8)
+            .zip(b.chunks(8))
+            .all(|(x, y)| {
+                let (x, y) = (f64::from_le_bytes(x.try_into().unwrap()), f64::from_le_bytes(y.try_into().unwrap()));
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+            }),
+        _ => a == b,
+    }
+}
+
+/// Checks every stored field of every expected fragment. Returns the number of fields
+/// checked, or the first mismatch.
+pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
+    let view = open_view(array, expected).map_err(|e| format!("open: {e}"))?;
+    let empty_var: Vec<u8> = expected["empty_var_cell_stored_bytes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|b| b.as_u64()).map(|b| b as u8).collect())
+        .unwrap_or_default();
+    let frags = view.list(Node::FragmentsDir).map_err(|e| e.to_string())?;
+    let expected_frags = expected["fragments"].as_array().cloned().unwrap_or_default();
+    if frags.len() != expected_frags.len() {
+        return Err(format!(
+            "{} live fragments shown, {} expected ({:?})",
+            frags.len(),
+            expected_frags.len(),
+            frags.iter().map(|f| &f.name).collect::<Vec<_>>()
+        ));
+    }
+    let mut checked = 0;
+    for ef in &expected_frags {
+        let dir = ef["fragment_dir"].as_str().unwrap_or_default();
+        let name = dir.rsplit('/').next().unwrap_or(dir);
+        let fnode = view
+            .lookup(Node::FragmentsDir, name)
+            .map_err(|e| format!("fragment {name}: {e}"))?;
+        for field in ef["fields"].as_array().into_iter().flatten() {
+            if field["stored"] == Value::Bool(false) {
+                continue;
+            }
+            let fname = field["name"].as_str().unwrap_or_default();
+            let ctx = format!("{name}/{fname}");
+            let fdir = view
+                .lookup(fnode, &fragfs::view::names::encode(fname))
+                .map_err(|e| format!("{ctx}: {e}"))?;
+            check_field(&view, fdir, field, &empty_var).map_err(|e| format!("{ctx}: {e}"))?;
+            checked += 1;
+        }
+    }
+    Ok(checked)
+}
+
+fn check_field(view: &View, fdir: Node, field: &Value, empty_var: &[u8]) -> Result<(), String> {
+    let file = |name: &str| -> Result<Vec<u8>, String> {
+        let node = view.lookup(fdir, name).map_err(|e| e.to_string())?;
+        read_all(view, node).map_err(|e| format!("{name}: {e}"))
+    };
+    let datatype = field["datatype"].as_str().unwrap_or_default();
+    let values = field["values"].as_array().cloned().unwrap_or_default();
+    let cells = values.len();
+    let data = file("values.bin")?;
+    if field["nullable"] == Value::Bool(true) {
+        let validity = file("validity.bin")?;
+        let expected: Vec<u8> = field["validity"]
+            .as_array()
+            .ok_or("no expected validity")?
+            .iter()
+            .map(|v| v.as_u64().unwrap_or(0) as u8)
+            .collect();
+        let got: Vec<u8> = validity.iter().map(|&b| (b != 0) as u8).collect();
+        if got != expected {
+            return Err(format!("validity.bin differs: got {got:?}, expected {expected:?}"));
+        }
+    }
+    if field["cell_val_num"] == Value::String("var".into()) {
+        let offsets_raw = file("offsets.bin")?;
+        let offsets: Vec<u64> = offsets_raw
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let expected_offsets: Vec<u64> = field["offsets"]
+            .as_array()
+            .ok_or("no expected offsets")?
+            .iter()
+            .map(|v| v.as_u64().unwrap_or(0))
+            .collect();
+        if offsets != expected_offsets {
+            return Err(format!("offsets.bin differs: got {offsets:?}, expected {expected_offsets:?}"));
+        }
+        if let Some(total) = field["var_bytes"].as_u64() {
+            if data.len() as u64 != total {
+                return Err(format!("values.bin has {} bytes, expected {total}", data.len()));
+            }
+        }
+        for (i, v) in values.iter().enumerate() {
+            let start = offsets[i] as usize;
+            let end = offsets.get(i + 1).map_or(data.len(), |&o| o as usize);
+            let got = data.get(start..end).ok_or(format!("cell {i}: offsets out of range"))?;
+            if v.is_null() {
+                continue;
+            }
+            let want = cell_bytes(v, datatype)?;
+            if got != want.as_slice() && !(want.is_empty() && got == empty_var) {
+                return Err(format!("cell {i}: got {got:?}, expected {want:?} ({v})"));
+            }
+        }
+    } else {
+        let cell_size = if cells == 0 { 0 } else { data.len() / cells };
+        if cells > 0 && data.len() % cells != 0 {
+            return Err(format!("values.bin has {} bytes for {cells} cells", data.len()));
+        }
+        for (i, v) in values.iter().enumerate() {
+            if v.is_null() {
+                continue;
+            }
+            let got = &data[i * cell_size..(i + 1) * cell_size];
+            let want = cell_bytes(v, datatype)?;
+            if !same_float_bits(got, &want, datatype) || got.len() != want.len() {
+                return Err(format!("cell {i}: got {got:?}, expected {want:?} ({v})"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lists the whole tree and reads every JSON file (what `ls -R` and `info` do).
+pub fn walk_tree(view: &View) -> Result<usize, String> {
+    let mut stack = vec![Node::Root];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for e in view.list(dir).map_err(|e| format!("{e}"))? {
+            if e.node.is_dir() {
+                stack.push(e.node);
+            } else {
+                let size = view.size(e.node).map_err(|err| format!("{}: {err}", e.name))?;
+                if e.name.ends_with(".json") {
+                    let bytes = view.read_at(e.node, 0, size).map_err(|err| format!("{}: {err}", e.name))?;
+                    serde_json::from_slice::<Value>(&bytes).map_err(|err| format!("{}: {err}", e.name))?;
+                }
+                files += 1;
+            }
+        }
+    }
+    Ok(files)
+}
