@@ -49,7 +49,7 @@ impl DataFile {
             return Err(Error::corrupt(
                 self.path.display().to_string(),
                 format!(
-                    "needs bytes {offset}..{} but the file has {} bytes",
+                    "truncated file: needs bytes {offset}..{} but the file has {} bytes",
                     offset.saturating_add(len),
                     self.len
                 ),

@@ -159,14 +159,15 @@ impl TileFile {
                 starts: vec![0],
             });
         }
-        let count = parse_chunk_count(&file.read(start, 8.min(len))?, len)
+        let count = parse_chunk_count(&self.read(file, &ctx(), start, 8.min(len))?, len)
             .map_err(|e| Error::format(ctx(), e))?;
         let mut chunks = Vec::with_capacity(count as usize);
         let mut starts = Vec::with_capacity(count as usize + 1);
         let mut offset = 8u64;
         let mut total = 0u64;
         for i in 0..count {
-            let header = file.read(start + offset, CHUNK_HEADER_LEN.min(len - offset))?;
+            let what = format!("{}, chunk {i}", ctx());
+            let header = self.read(file, &what, start + offset, CHUNK_HEADER_LEN.min(len - offset))?;
             let chunk = parse_chunk_header(&header, offset, len)
                 .map_err(|e| Error::format(format!("{}, chunk {i}", ctx()), e))?;
             starts.push(total);
@@ -181,24 +182,42 @@ impl TileFile {
         Ok(TileChunks { chunks, starts })
     }
 
-    fn chunk_bytes(&self, file: &DataFile, chunk: &Chunk) -> Result<(Vec<u8>, Vec<u8>)> {
-        let md = file.read(chunk.metadata_offset, chunk.metadata_len as u64)?;
-        let data = file.read(chunk.data_range().start, chunk.filtered_len as u64)?;
+    /// Opens the data file to read tile `k`; a missing file names the tile that needed it.
+    pub fn open_file(&self, k: u64) -> Result<DataFile> {
+        DataFile::open(&self.path).map_err(|e| match e {
+            Error::Io { message, .. } => Error::corrupt(self.tile_context(k), format!("cannot open {}: {message}", self.path.display())),
+            e => e,
+        })
+    }
+
+    /// Reads bytes of the file; a short file is reported with `what` (tile and chunk).
+    fn read(&self, file: &DataFile, what: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        file.read(offset, len).map_err(|e| match e {
+            Error::Corrupt { reason, .. } => Error::corrupt(what, reason),
+            e => e,
+        })
+    }
+
+    fn chunk_bytes(&self, file: &DataFile, what: &str, chunk: &Chunk) -> Result<(Vec<u8>, Vec<u8>)> {
+        let md = self.read(file, what, chunk.metadata_offset, chunk.metadata_len as u64)?;
+        let data = self.read(file, what, chunk.data_range().start, chunk.filtered_len as u64)?;
         Ok((md, data))
     }
 
     /// Un-filters chunk `i` of tile `k`.
     pub fn decode_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<Vec<u8>> {
-        let (md, data) = self.chunk_bytes(file, chunk)?;
+        let what = format!("{}, chunk {i}", self.tile_context(k));
+        let (md, data) = self.chunk_bytes(file, &what, chunk)?;
         unfilter_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
-            .map_err(|e| Error::filter(format!("{}, chunk {i}", self.tile_context(k)), e))
+            .map_err(|e| Error::filter(what, e))
     }
 
     /// Un-filters chunk `i` of a var tile whose offsets are embedded (string mode).
     pub fn decode_string_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<StringChunk> {
-        let (md, data) = self.chunk_bytes(file, chunk)?;
+        let what = format!("{}, chunk {i}", self.tile_context(k));
+        let (md, data) = self.chunk_bytes(file, &what, chunk)?;
         unfilter_string_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
-            .map_err(|e| Error::filter(format!("{}, chunk {i}", self.tile_context(k)), e))
+            .map_err(|e| Error::filter(what, e))
     }
 
     /// True when the pipeline can carry embedded offsets (RLE or DICTIONARY first).

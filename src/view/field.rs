@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::array::field::Field;
 use crate::array::fragment::{FragmentMeta, TileList};
-use crate::array::storage::DataFile;
 use crate::array::tile::{FileRole, TileChunks, TileFile};
 use crate::error::{Error, Result};
 use crate::filter::StringChunk;
@@ -207,7 +206,7 @@ impl FieldReader<'_> {
     fn chunk_index(&self, tf: &TileFile, role: FileRole, k: u64) -> Result<Arc<Cached>> {
         let key = self.key(role, k, Item::ChunkIndex);
         self.cache.get_or_load(key, || {
-            let file = DataFile::open(&tf.path)?;
+            let file = tf.open_file(k)?;
             let chunks = tf.chunks(&file, k)?;
             let cells = self.meta.tile_cells(k);
             let expected = match role {
@@ -252,7 +251,7 @@ impl FieldReader<'_> {
             }
             let decoded = self.cache.get_or_load(self.key(role, k, Item::Chunk(i)), || {
                 if file.is_none() {
-                    file = Some(DataFile::open(&tf.path)?);
+                    file = Some(tf.open_file(k)?);
                 }
                 let f = file.as_ref().ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
                 tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
@@ -294,7 +293,7 @@ impl FieldReader<'_> {
             return Ok(None);
         };
         let tile = self.cache.get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
-            let file = DataFile::open(&var_tf.path)?;
+            let file = var_tf.open_file(k)?;
             let mut all = StringChunk {
                 bytes: Vec::new(),
                 offsets: Vec::new(),

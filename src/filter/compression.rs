@@ -1,0 +1,240 @@
+//! The compression family (`05` §3.2): GZIP, ZSTD, LZ4, BZIP2, RLE, DOUBLE_DELTA and
+//! DELTA share one framing. Forward, every metadata part and every data part is
+//! compressed separately and the filter's header (part counts, then an (uncompressed,
+//! compressed) size pair per part) becomes the whole output metadata; the earlier
+//! filters' metadata survives only inside the compressed data.
+
+use std::io::Read;
+
+use super::util::{corrupt, ForFilter, Md, Step};
+use super::{delta, double_delta, rle, FilterError};
+use crate::format::Reader;
+
+/// How one part was compressed, with what the codec needs to know about the values.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Codec {
+    Gzip,
+    Zstd,
+    Lz4,
+    Bzip2,
+    /// Fixed-width RLE over values of the tile's cell size.
+    Rle { value_size: u64 },
+    DoubleDelta { width: usize },
+    Delta { width: usize },
+}
+
+struct PartHeader {
+    uncompressed: usize,
+    compressed: usize,
+}
+
+/// Reverses one compression-family filter. `limit` caps the total decompressed size the
+/// header may claim, so a corrupt size cannot trigger a huge allocation or let a small
+/// "zip bomb" expand without bound.
+pub(crate) fn reverse(
+    filter: &'static str,
+    codec: Codec,
+    md: &[u8],
+    data: &[u8],
+    limit: usize,
+) -> Result<Step, FilterError> {
+    let mut r = Reader::new(md);
+    let md_parts = r.u32("metadata part count").for_filter(filter)?;
+    let data_parts = r.u32("data part count").for_filter(filter)?;
+    let total = u64::from(md_parts) + u64::from(data_parts);
+    r.check_count(total, 8, "part count", 0).for_filter(filter)?;
+    let headers = (0..total)
+        .map(|_| {
+            Ok(PartHeader {
+                uncompressed: r.u32("uncompressed part size").for_filter(filter)? as usize,
+                compressed: r.u32("compressed part size").for_filter(filter)? as usize,
+            })
+        })
+        .collect::<Result<Vec<_>, FilterError>>()?;
+
+    let claimed: u64 = headers.iter().map(|h| h.uncompressed as u64).sum();
+    if claimed > limit as u64 {
+        return Err(corrupt(
+            filter,
+            format!("header claims {claimed} uncompressed bytes, more than this chunk can hold ({limit})"),
+        ));
+    }
+    let compressed: u64 = headers.iter().map(|h| h.compressed as u64).sum();
+    if compressed != data.len() as u64 {
+        return Err(corrupt(
+            filter,
+            format!(
+                "header lists {compressed} compressed bytes, but the data is {} bytes",
+                data.len()
+            ),
+        ));
+    }
+
+    let (md_headers, data_headers) = headers.split_at(md_parts as usize);
+    let mut rest = data;
+    let mut decode_all = |headers: &[PartHeader], kind: &str| -> Result<Vec<u8>, FilterError> {
+        let size: usize = headers.iter().map(|h| h.uncompressed).sum();
+        let mut out = Vec::with_capacity(size);
+        for (i, h) in headers.iter().enumerate() {
+            let (input, tail) = rest
+                .split_at_checked(h.compressed)
+                .ok_or_else(|| corrupt(filter, format!("{kind} part {i} extends past the data")))?;
+            rest = tail;
+            let part = decompress(codec, input, h.uncompressed)
+                .map_err(|e| corrupt(filter, format!("{kind} part {i}: {e}")))?;
+            if part.len() != h.uncompressed {
+                return Err(corrupt(
+                    filter,
+                    format!(
+                        "{kind} part {i} decompressed to {} bytes, header says {}",
+                        part.len(),
+                        h.uncompressed
+                    ),
+                ));
+            }
+            out.extend_from_slice(&part);
+        }
+        Ok(out)
+    };
+    let new_md = decode_all(md_headers, "metadata")?;
+    let new_data = decode_all(data_headers, "data")?;
+    Ok(Step {
+        md: Md::New(new_md),
+        data: Some(new_data),
+    })
+}
+
+/// Decompresses one part into at most `expected` bytes (plus one, so an over-long
+/// stream is detected rather than silently cut).
+fn decompress(codec: Codec, input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+    if input.is_empty() && expected == 0 {
+        return Ok(Vec::new());
+    }
+    match codec {
+        // GZIP is a zlib stream (RFC 1950), not a gzip file.
+        Codec::Gzip => read_bounded(flate2::read::ZlibDecoder::new(input), expected),
+        Codec::Zstd => zstd::bulk::decompress(input, expected).map_err(|e| e.to_string()),
+        Codec::Lz4 => {
+            // A raw LZ4 block: no frame, no size prefix; the size comes from our header.
+            let mut out = vec![0u8; expected];
+            let n = lz4_flex::block::decompress_into(input, &mut out).map_err(|e| e.to_string())?;
+            out.truncate(n);
+            Ok(out)
+        }
+        Codec::Bzip2 => read_bounded(bzip2::read::BzDecoder::new(input), expected),
+        Codec::Rle { value_size } => rle::decode(input, value_size, expected),
+        Codec::DoubleDelta { width } => double_delta::decode(input, width, expected),
+        Codec::Delta { width } => delta::decode(input, width, expected),
+    }
+}
+
+fn read_bounded(reader: impl Read, expected: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(expected);
+    reader
+        .take(expected as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::test_support::compress_framing;
+    use std::io::Write;
+
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(1));
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+    fn zstd(b: &[u8]) -> Vec<u8> {
+        zstd::bulk::compress(b, 3).unwrap()
+    }
+    fn lz4(b: &[u8]) -> Vec<u8> {
+        lz4_flex::block::compress(b)
+    }
+    fn bzip2(b: &[u8]) -> Vec<u8> {
+        let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(9));
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn sample(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| ((i * 7) as u8 / 3).wrapping_add(seed)).collect()
+    }
+
+    /// Every byte compressor with one metadata part and two data parts (as after a
+    /// BITSHUFFLE that split a tail off), including an empty one.
+    #[test]
+    fn byte_compressors_round_trip_with_several_parts() {
+        let md_part = vec![1u8, 0, 0, 0, 9, 9, 9, 9];
+        let parts = [sample(5000, 1), sample(3, 2), Vec::new()];
+        let compressors: [(Codec, fn(&[u8]) -> Vec<u8>); 4] = [
+            (Codec::Gzip, gzip),
+            (Codec::Zstd, zstd),
+            (Codec::Lz4, lz4),
+            (Codec::Bzip2, bzip2),
+        ];
+        for (codec, compress) in compressors {
+            let (md, data) = compress_framing(&[&md_part], &parts.each_ref().map(|p| &p[..]), compress);
+            let step = reverse("X", codec, &md, &data, 1 << 20).unwrap();
+            let Md::New(new_md) = step.md else { panic!("compression rebuilds md") };
+            assert_eq!(new_md, md_part, "{codec:?}");
+            assert_eq!(step.data.unwrap(), parts.concat(), "{codec:?}");
+        }
+    }
+
+    #[test]
+    fn wrong_sizes_and_bad_streams_are_errors() {
+        let part = sample(4096, 3);
+        let (mut md, data) = compress_framing(&[], &[&part], zstd);
+        // Claim 100 bytes instead of 4096: the stream is longer than claimed.
+        md[8..12].copy_from_slice(&100u32.to_le_bytes());
+        let err = reverse("ZSTD", Codec::Zstd, &md, &data, 1 << 20).unwrap_err();
+        assert!(err.to_string().starts_with("ZSTD: data part 0"), "{err}");
+
+        // GZIP stream that ends early.
+        let (md, data) = compress_framing(&[], &[&part], gzip);
+        let cut = data.len() - 10;
+        let mut md_cut = md.clone();
+        md_cut[12..16].copy_from_slice(&(cut as u32).to_le_bytes());
+        assert!(reverse("GZIP", Codec::Gzip, &md_cut, &data[..cut], 1 << 20).is_err());
+
+        // LZ4 producing fewer bytes than claimed.
+        let (mut md, data) = compress_framing(&[], &[&part], lz4);
+        md[8..12].copy_from_slice(&5000u32.to_le_bytes());
+        let err = reverse("LZ4", Codec::Lz4, &md, &data, 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("4096 bytes, header says 5000"), "{err}");
+    }
+
+    #[test]
+    fn absurd_headers_are_refused_before_allocating() {
+        // 0xFFFFFFFF-byte part with a 10-byte payload.
+        let mut md = vec![0, 0, 0, 0, 1, 0, 0, 0];
+        md.extend(u32::MAX.to_le_bytes());
+        md.extend(10u32.to_le_bytes());
+        let err = reverse("GZIP", Codec::Gzip, &md, &[0; 10], 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("more than this chunk can hold"), "{err}");
+        // A part count that cannot fit in the header.
+        let md = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        assert!(reverse("GZIP", Codec::Gzip, &md, &[], 1 << 20).is_err());
+        // Truncated header.
+        assert!(reverse("GZIP", Codec::Gzip, &[1, 0, 0], &[], 1 << 20).is_err());
+        // Compressed sizes that do not cover the data.
+        let (md, data) = compress_framing(&[], &[b"abc"], zstd);
+        assert!(reverse("ZSTD", Codec::Zstd, &md, &[&data[..], b"x"].concat(), 1 << 20).is_err());
+    }
+
+    #[test]
+    fn a_zip_bomb_stops_at_the_claimed_size() {
+        let zeros = vec![0u8; 1 << 20];
+        let (mut md, data) = compress_framing(&[], &[&zeros], zstd);
+        md[8..12].copy_from_slice(&1000u32.to_le_bytes());
+        assert!(reverse("ZSTD", Codec::Zstd, &md, &data, 1 << 21).is_err());
+        let (mut md, data) = compress_framing(&[], &[&zeros], gzip);
+        md[8..12].copy_from_slice(&1000u32.to_le_bytes());
+        let err = reverse("GZIP", Codec::Gzip, &md, &data, 1 << 21).unwrap_err();
+        assert!(err.to_string().contains("1001 bytes, header says 1000"), "{err}");
+    }
+}
