@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "fragfs", version, about = "See every fragment of a TileDB array as plain decoded files")]
+#[command(
+    name = "fragfs",
+    version,
+    about = "See every fragment of a TileDB array as plain decoded files"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

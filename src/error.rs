@@ -41,7 +41,9 @@ pub enum Error {
     #[error("{context}: {reason}")]
     Corrupt { context: String, reason: String },
     /// The array is encrypted and no key was given.
-    #[error("encrypted array: an encryption key is needed (--encryption-key or FRAGFS_ENCRYPTION_KEY)")]
+    #[error(
+        "encrypted array: an encryption key is needed (--encryption-key or FRAGFS_ENCRYPTION_KEY)"
+    )]
     KeyNeeded,
     #[error("{0}")]
     InvalidArgument(String),
@@ -57,9 +59,7 @@ impl Error {
             Error::IsDirectory(_) => libc::EISDIR,
             Error::NotDirectory(_) => libc::ENOTDIR,
             Error::Io { kind, .. } if *kind == std::io::ErrorKind::NotFound => libc::ENOENT,
-            Error::Io { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied => {
-                libc::EACCES
-            }
+            Error::Io { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied => libc::EACCES,
             Error::InvalidArgument(_) => libc::EINVAL,
             _ => libc::EIO,
         }

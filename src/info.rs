@@ -16,17 +16,35 @@ pub fn render(array: &Array) -> String {
         "schema     {} (format {}), {}, tile order {}, cell order {}, capacity {}{}",
         latest.rel_path,
         s.version,
-        if s.array_type == crate::format::schema::ArrayType::Dense { "dense" } else { "sparse" },
+        if s.array_type == crate::format::schema::ArrayType::Dense {
+            "dense"
+        } else {
+            "sparse"
+        },
         s.tile_order.name(),
         s.cell_order.name(),
         s.capacity,
-        if s.allows_dups { ", duplicates allowed" } else { "" }
+        if s.allows_dups {
+            ", duplicates allowed"
+        } else {
+            ""
+        }
     );
     for d in &s.dimensions {
-        let _ = writeln!(out, "  dimension {} {}{}", d.name, d.datatype.name(), if d.is_var() { " var" } else { "" });
+        let _ = writeln!(
+            out,
+            "  dimension {} {}{}",
+            d.name,
+            d.datatype.name(),
+            if d.is_var() { " var" } else { "" }
+        );
     }
     for a in &s.attributes {
-        let cvn = if a.is_var() { "var".to_string() } else { a.cell_val_num.to_string() };
+        let cvn = if a.is_var() {
+            "var".to_string()
+        } else {
+            a.cell_val_num.to_string()
+        };
         let filters: Vec<&str> = a.filters.filters.iter().map(|f| f.name()).collect();
         let _ = writeln!(
             out,
@@ -39,7 +57,11 @@ pub fn render(array: &Array) -> String {
         );
     }
     if array.schemas.len() > 1 {
-        let _ = writeln!(out, "schemas    {} files (schema evolution)", array.schemas.len());
+        let _ = writeln!(
+            out,
+            "schemas    {} files (schema evolution)",
+            array.schemas.len()
+        );
     }
     let mut versions = std::collections::BTreeSet::new();
     let _ = writeln!(out, "\nfragments  {} live", array.fragments.len());
@@ -74,10 +96,18 @@ pub fn render(array: &Array) -> String {
         out,
         "\nformat versions  fragments {:?}, schemas {:?}",
         versions,
-        array.schemas.iter().map(|s| s.schema.version).collect::<std::collections::BTreeSet<_>>()
+        array
+            .schemas
+            .iter()
+            .map(|s| s.schema.version)
+            .collect::<std::collections::BTreeSet<_>>()
     );
     if !array.conditions.is_empty() {
-        let _ = writeln!(out, "delete/update conditions  {}", array.conditions.join(", "));
+        let _ = writeln!(
+            out,
+            "delete/update conditions  {}",
+            array.conditions.join(", ")
+        );
     }
     if array.ignored.is_empty() {
         let _ = writeln!(out, "ignored    nothing");

@@ -63,7 +63,8 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Info { array } => {
             let view = open(&array)?;
-            out.write_all(info::render(&view.array).as_bytes()).map_err(io)?;
+            out.write_all(info::render(&view.array).as_bytes())
+                .map_err(io)?;
         }
     }
     out.flush().map_err(io)

@@ -11,7 +11,11 @@ use common::*;
 #[test]
 fn repo_fixtures_match_tiledb() {
     let arrays = expected_files(&fixtures());
-    assert!(arrays.len() >= 5, "fixtures missing under {}", fixtures().display());
+    assert!(
+        arrays.len() >= 5,
+        "fixtures missing under {}",
+        fixtures().display()
+    );
     let mut failures = Vec::new();
     for (array, expected) in &arrays {
         match check_array(array, expected) {
@@ -29,7 +33,10 @@ const REQUIRED_FROM: u32 = 8;
 fn shared_corpus_matches_tiledb() {
     let corpus = shared_corpus();
     if !corpus.is_dir() {
-        println!("SKIP: {} is absent (the shared corpus lives beside the repo)", corpus.display());
+        println!(
+            "SKIP: {} is absent (the shared corpus lives beside the repo)",
+            corpus.display()
+        );
         return;
     }
     let mut report: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
@@ -55,7 +62,10 @@ fn shared_corpus_matches_tiledb() {
                 }
                 Err(e) => {
                     r.1 += 1;
-                    let line = format!("v{version}/{}: {e}", array.file_name().unwrap().to_string_lossy());
+                    let line = format!(
+                        "v{version}/{}: {e}",
+                        array.file_name().unwrap().to_string_lossy()
+                    );
                     if version >= REQUIRED_FROM {
                         required_failures.push(line);
                     } else {
@@ -72,16 +82,30 @@ fn shared_corpus_matches_tiledb() {
     for f in &other_failures {
         println!("(not yet required) {f}");
     }
-    let required: usize = report.range(REQUIRED_FROM..).map(|(_, (ok, bad))| ok + bad).sum();
-    assert!(required >= 414, "expected the 414 arrays of v8..v22, found {required}");
-    assert!(required_failures.is_empty(), "{} failures:\n{}", required_failures.len(), required_failures.join("\n"));
+    let required: usize = report
+        .range(REQUIRED_FROM..)
+        .map(|(_, (ok, bad))| ok + bad)
+        .sum();
+    assert!(
+        required >= 414,
+        "expected the 414 arrays of v8..v22, found {required}"
+    );
+    assert!(
+        required_failures.is_empty(),
+        "{} failures:\n{}",
+        required_failures.len(),
+        required_failures.join("\n")
+    );
 }
 
 #[test]
 fn shared_corpus_tree_lists_and_renders() {
     let corpus = shared_corpus();
     if !corpus.is_dir() {
-        println!("SKIP: {} is absent (the shared corpus lives beside the repo)", corpus.display());
+        println!(
+            "SKIP: {} is absent (the shared corpus lives beside the repo)",
+            corpus.display()
+        );
         return;
     }
     let mut failures = Vec::new();

@@ -29,8 +29,10 @@ fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let array = tmp.path().join(name);
     copy_dir(&fixtures().join(name), &array);
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fixtures().join(format!("{name}.expected.json"))).unwrap()).unwrap();
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fixtures().join(format!("{name}.expected.json"))).unwrap(),
+    )
+    .unwrap();
     let frag = array.join(expected["fragments"][0]["fragment_dir"].as_str().unwrap());
     (tmp, array, frag)
 }
@@ -59,8 +61,15 @@ fn truncated_tile_names_fragment_file_and_tile() {
     let (_t, array, frag) = copy_fixture("dense_basic");
     let path = frag.join("a1.tdb");
     let len = std::fs::metadata(&path).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
-    let err = read_field(&array, &frag, "f64_zstd", "values.bin").unwrap_err().to_string();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = read_field(&array, &frag, "f64_zstd", "values.bin")
+        .unwrap_err()
+        .to_string();
     let name = frag.file_name().unwrap().to_str().unwrap();
     assert_names(&err, &[name, "a1.tdb", "tile ", "truncated"]);
 }
@@ -74,7 +83,9 @@ fn wrong_checksum_is_an_error_not_wrong_bytes() {
         let at = first_chunk_data(&bytes) + 2;
         bytes[at] ^= 0x40;
         std::fs::write(&path, bytes).unwrap();
-        let err = read_field(&array, &frag, field, "values.bin").unwrap_err().to_string();
+        let err = read_field(&array, &frag, field, "values.bin")
+            .unwrap_err()
+            .to_string();
         // MD5 sees altered data; SHA256 sits under GZIP, which may fail first on a
         // flipped bit (its own Adler-32): either way the read fails, naming the chunk.
         assert_names(&err, &[file, "tile 0", "chunk 0"]);
@@ -91,12 +102,16 @@ fn absurd_chunk_length_is_refused() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes()); // filtered length of chunk 0
     std::fs::write(&path, bytes).unwrap();
-    let err = read_field(&array, &frag, "i32", "values.bin").unwrap_err().to_string();
+    let err = read_field(&array, &frag, "i32", "values.bin")
+        .unwrap_err()
+        .to_string();
     assert_names(&err, &["a0.tdb", "tile 0", "chunk 0", "chunk claims"]);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // chunk count
     std::fs::write(&path, bytes).unwrap();
-    let err = read_field(&array, &frag, "i32", "values.bin").unwrap_err().to_string();
+    let err = read_field(&array, &frag, "i32", "values.bin")
+        .unwrap_err()
+        .to_string();
     assert_names(&err, &["a0.tdb", "tile 0", "chunk count"]);
 }
 
@@ -104,7 +119,9 @@ fn absurd_chunk_length_is_refused() {
 fn missing_data_file_is_named() {
     let (_t, array, frag) = copy_fixture("dense_basic");
     std::fs::remove_file(frag.join("a2.tdb")).unwrap();
-    let err = read_field(&array, &frag, "i64_lz4", "values.bin").unwrap_err().to_string();
+    let err = read_field(&array, &frag, "i64_lz4", "values.bin")
+        .unwrap_err()
+        .to_string();
     assert_names(&err, &["a2.tdb", "tile 0", "No such file"]);
     // The other fields still read.
     assert!(read_field(&array, &frag, "i32", "values.bin").is_ok());
@@ -113,8 +130,13 @@ fn missing_data_file_is_named() {
 /// Rewrites the schema file through `patch`, stored as an unfiltered generic tile.
 fn patch_schema(array: &Path, patch: impl Fn(&mut Vec<u8>)) {
     let dir = array.join("__schema");
-    let entry = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_file()).unwrap();
-    let (_, mut payload) = decode_generic_tile(&std::fs::read(&entry).unwrap(), None, "schema").unwrap();
+    let entry = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_file())
+        .unwrap();
+    let (_, mut payload) =
+        decode_generic_tile(&std::fs::read(&entry).unwrap(), None, "schema").unwrap();
     patch(&mut payload);
     let mut tile = Vec::new();
     let chunked_len = 8 + 12 + payload.len() as u64;
@@ -148,7 +170,10 @@ fn unknown_filter_id_is_named() {
         assert_eq!(p[at], 2, "ZSTD filter id expected");
         p[at] = 42;
     });
-    let err = View::open(&array, OpenOptions::default(), 1 << 20).err().unwrap().to_string();
+    let err = View::open(&array, OpenOptions::default(), 1 << 20)
+        .err()
+        .unwrap()
+        .to_string();
     assert_names(&err, &["__schema/", "unknown filter id 42"]);
 }
 
@@ -156,7 +181,10 @@ fn unknown_filter_id_is_named() {
 fn unknown_format_version_is_refused_with_the_range() {
     let (_t, array, frag) = copy_fixture("dense_basic");
     patch_schema(&array, |p| p[..4].copy_from_slice(&24u32.to_le_bytes()));
-    let err = View::open(&array, OpenOptions::default(), 1 << 20).err().unwrap().to_string();
+    let err = View::open(&array, OpenOptions::default(), 1 << 20)
+        .err()
+        .unwrap()
+        .to_string();
     assert_names(&err, &["format version 24", "versions 1 to 23"]);
 
     // A fragment footer claiming version 99: that fragment fails, naming itself.
@@ -171,7 +199,10 @@ fn unknown_format_version_is_refused_with_the_range() {
     std::fs::write(&meta, bytes).unwrap();
     let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
     let name = frag2.file_name().unwrap().to_str().unwrap();
-    let err = view.resolve(&format!("fragments/{name}/footer.json")).unwrap_err().to_string();
+    let err = view
+        .resolve(&format!("fragments/{name}/footer.json"))
+        .unwrap_err()
+        .to_string();
     assert_names(&err, &[name, "format version 99", "versions 1 to 23"]);
 }
 
@@ -200,7 +231,11 @@ fn cat_of_a_corrupt_file_exits_non_zero_with_one_line() {
     std::fs::write(&path, bytes).unwrap();
     let name = frag.file_name().unwrap().to_str().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
-        .args(["cat", array.to_str().unwrap(), &format!("fragments/{name}/f64_zstd/values.bin")])
+        .args([
+            "cat",
+            array.to_str().unwrap(),
+            &format!("fragments/{name}/f64_zstd/values.bin"),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -222,7 +257,11 @@ fn cat_and_view_never_write_inside_the_array() {
                 if m.is_dir() {
                     stack.push(e.path());
                 }
-                let content = if m.is_file() { std::fs::read(e.path()).unwrap() } else { Vec::new() };
+                let content = if m.is_file() {
+                    std::fs::read(e.path()).unwrap()
+                } else {
+                    Vec::new()
+                };
                 all.push((e.path(), m.len(), m.modified().unwrap(), content));
             }
         }

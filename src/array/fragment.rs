@@ -120,7 +120,10 @@ impl FragmentMeta {
                     let start = file.len().checked_sub(len).ok_or_else(|| {
                         Error::corrupt(
                             format!("{context}, {METADATA_FILE}"),
-                            format!("file of {} bytes is shorter than its {len}-byte footer", file.len()),
+                            format!(
+                                "file of {} bytes is shorter than its {len}-byte footer",
+                                file.len()
+                            ),
                         )
                     })?;
                     file.read(start, len)?
@@ -138,7 +141,10 @@ impl FragmentMeta {
                 .map_err(|e| Error::format(format!("{context}, {METADATA_FILE}"), e))?;
             let n = name.trim_start_matches('/').to_string();
             schemas.iter().find(|s| s.name == n).ok_or_else(|| {
-                Error::corrupt(&context, format!("footer names schema {n}, which is not in __schema/"))
+                Error::corrupt(
+                    &context,
+                    format!("footer names schema {n}, which is not in __schema/"),
+                )
             })?
         } else {
             legacy.ok_or_else(|| Error::corrupt(&context, "no __array_schema.tdb"))?
@@ -203,7 +209,9 @@ impl FragmentMeta {
             TileList::Offsets => (&f.tile_offsets_offsets, "tile offsets"),
             TileList::VarOffsets => (&f.tile_var_offsets_offsets, "tile var offsets"),
             TileList::VarSizes => (&f.tile_var_sizes_offsets, "tile var sizes"),
-            TileList::ValidityOffsets => (&f.tile_validity_offsets_offsets, "tile validity offsets"),
+            TileList::ValidityOffsets => {
+                (&f.tile_validity_offsets_offsets, "tile validity offsets")
+            }
         };
         let cell = self.lists[which as usize]
             .get(slot)
@@ -237,14 +245,23 @@ impl FragmentMeta {
     /// Per-tile min and max of a slot (v11+; empty when the field has none).
     pub fn tile_bounds(&self, slot: usize) -> Result<(TileBounds, TileBounds)> {
         let f = &self.footer;
-        let (Some(&min_at), Some(&max_at)) = (f.tile_min_offsets.get(slot), f.tile_max_offsets.get(slot))
+        let (Some(&min_at), Some(&max_at)) =
+            (f.tile_min_offsets.get(slot), f.tile_max_offsets.get(slot))
         else {
             return Ok(Default::default());
         };
-        let what = format!("{}, {METADATA_FILE}, tile mins of slot {slot}", self.context);
-        let min = TileBounds::parse(&self.generic_tile(min_at, &what)?).map_err(|e| Error::format(&what, e))?;
-        let what = format!("{}, {METADATA_FILE}, tile maxes of slot {slot}", self.context);
-        let max = TileBounds::parse(&self.generic_tile(max_at, &what)?).map_err(|e| Error::format(&what, e))?;
+        let what = format!(
+            "{}, {METADATA_FILE}, tile mins of slot {slot}",
+            self.context
+        );
+        let min = TileBounds::parse(&self.generic_tile(min_at, &what)?)
+            .map_err(|e| Error::format(&what, e))?;
+        let what = format!(
+            "{}, {METADATA_FILE}, tile maxes of slot {slot}",
+            self.context
+        );
+        let max = TileBounds::parse(&self.generic_tile(max_at, &what)?)
+            .map_err(|e| Error::format(&what, e))?;
         Ok((min, max))
     }
 
@@ -252,7 +269,10 @@ impl FragmentMeta {
         let Some(&at) = self.footer.tile_sum_offsets.get(slot) else {
             return Ok(Vec::new());
         };
-        let what = format!("{}, {METADATA_FILE}, tile sums of slot {slot}", self.context);
+        let what = format!(
+            "{}, {METADATA_FILE}, tile sums of slot {slot}",
+            self.context
+        );
         parse_sums(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
     }
 
@@ -260,8 +280,12 @@ impl FragmentMeta {
         let Some(&at) = self.footer.tile_null_count_offsets.get(slot) else {
             return Ok(Vec::new());
         };
-        let what = format!("{}, {METADATA_FILE}, tile null counts of slot {slot}", self.context);
-        parse_u64_list(&self.generic_tile(at, &what)?, "tile null counts").map_err(|e| Error::format(&what, e))
+        let what = format!(
+            "{}, {METADATA_FILE}, tile null counts of slot {slot}",
+            self.context
+        );
+        parse_u64_list(&self.generic_tile(at, &what)?, "tile null counts")
+            .map_err(|e| Error::format(&what, e))
     }
 
     pub fn fragment_stats(&self) -> Result<Option<Vec<FieldStats>>> {
@@ -297,16 +321,21 @@ impl FragmentMeta {
 
 fn read_trailing_footer(file: &DataFile, context: &str) -> Result<Vec<u8>> {
     let what = format!("{context}, {METADATA_FILE}");
-    let len_at = file
-        .len()
-        .checked_sub(8)
-        .ok_or_else(|| Error::corrupt(&what, format!("file of {} bytes has no footer", file.len())))?;
+    let len_at = file.len().checked_sub(8).ok_or_else(|| {
+        Error::corrupt(&what, format!("file of {} bytes has no footer", file.len()))
+    })?;
     let raw = file.read(len_at, 8)?;
-    let len = u64::from_le_bytes(raw.try_into().map_err(|_| Error::corrupt(&what, "short read"))?);
+    let len = u64::from_le_bytes(
+        raw.try_into()
+            .map_err(|_| Error::corrupt(&what, "short read"))?,
+    );
     let start = len_at.checked_sub(len).ok_or_else(|| {
         Error::corrupt(
             &what,
-            format!("footer length {len} exceeds the file's {} bytes", file.len()),
+            format!(
+                "footer length {len} exceeds the file's {} bytes",
+                file.len()
+            ),
         )
     })?;
     file.read(start, len)
@@ -314,12 +343,21 @@ fn read_trailing_footer(file: &DataFile, context: &str) -> Result<Vec<u8>> {
 
 /// Tile count and cells per tile of a dense fragment: every space tile that intersects the
 /// non-empty domain, anchored at the domain's low value (`07` §4).
-fn dense_tiling(schema: &ArraySchema, footer: &Footer) -> std::result::Result<(u64, u64, u64), String> {
+fn dense_tiling(
+    schema: &ArraySchema,
+    footer: &Footer,
+) -> std::result::Result<(u64, u64, u64), String> {
     let mut tiles: u64 = 1;
     let mut cells: u64 = 1;
     for (d, (lo, hi)) in schema.dimensions.iter().zip(&footer.non_empty_domain) {
         let t = d.datatype;
-        let num = |b: &[u8]| decode_int(b, t).ok_or(format!("dense dimension {} has non-integer type {}", d.name, t.name()));
+        let num = |b: &[u8]| {
+            decode_int(b, t).ok_or(format!(
+                "dense dimension {} has non-integer type {}",
+                d.name,
+                t.name()
+            ))
+        };
         let dom_lo = num(d.domain.get(..t.size() as usize).unwrap_or(&[]))?;
         let extent = match &d.tile_extent {
             Some(e) => num(e)?,
@@ -330,7 +368,10 @@ fn dense_tiling(schema: &ArraySchema, footer: &Footer) -> std::result::Result<(u
         }
         let (lo, hi) = (num(lo)?, num(hi)?);
         if hi < lo || lo < dom_lo {
-            return Err(format!("non-empty domain [{lo}, {hi}] of {} is outside the domain", d.name));
+            return Err(format!(
+                "non-empty domain [{lo}, {hi}] of {} is outside the domain",
+                d.name
+            ));
         }
         let count = (hi - dom_lo) / extent - (lo - dom_lo) / extent + 1;
         tiles = u64::try_from(count)

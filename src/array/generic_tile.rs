@@ -68,7 +68,8 @@ pub fn read_generic_tile(
     let sizes = (|| {
         r.u32("generic tile version")?;
         let persisted = r.u64("generic tile persisted size")?;
-        r.bytes(17, "generic tile header")?;
+        // tile size (8), datatype (1), cell size (8), encryption type (1)
+        r.bytes(18, "generic tile header")?;
         let pipeline = r.u32("generic tile pipeline size")?;
         Ok::<_, crate::format::FormatError>((persisted, pipeline))
     })();

@@ -119,7 +119,12 @@ pub fn find_fragments(root: &Path) -> Result<Liveness> {
         if is_dir {
             let rel_dir = format!("__fragments/{name}");
             let commit = format!("__commits/{name}.wrt");
-            found.push((name, rel_dir, committed.contains(&commit), ".wrt commit file"));
+            found.push((
+                name,
+                rel_dir,
+                committed.contains(&commit),
+                ".wrt commit file",
+            ));
         }
     }
     for (name, is_dir) in &root_entries {

@@ -88,7 +88,10 @@ pub fn list_dir(path: &Path) -> Result<Vec<(String, bool)>> {
         if ft.is_symlink() {
             continue;
         }
-        out.push((entry.file_name().to_string_lossy().into_owned(), ft.is_dir()));
+        out.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            ft.is_dir(),
+        ));
     }
     out.sort();
     Ok(out)

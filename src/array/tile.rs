@@ -54,7 +54,12 @@ pub struct TileFile {
 }
 
 impl TileFile {
-    pub fn open(meta: &FragmentMeta, field: &Field, role: FileRole, dir: &std::path::Path) -> Result<TileFile> {
+    pub fn open(
+        meta: &FragmentMeta,
+        field: &Field,
+        role: FileRole,
+        dir: &std::path::Path,
+    ) -> Result<TileFile> {
         let schema = &meta.schema;
         let f = &meta.footer;
         let (file_name, list, sizes, pipeline, field_type, cell_size) = match role {
@@ -167,7 +172,12 @@ impl TileFile {
         let mut total = 0u64;
         for i in 0..count {
             let what = format!("{}, chunk {i}", ctx());
-            let header = self.read(file, &what, start + offset, CHUNK_HEADER_LEN.min(len - offset))?;
+            let header = self.read(
+                file,
+                &what,
+                start + offset,
+                CHUNK_HEADER_LEN.min(len - offset),
+            )?;
             let chunk = parse_chunk_header(&header, offset, len)
                 .map_err(|e| Error::format(format!("{}, chunk {i}", ctx()), e))?;
             starts.push(total);
@@ -185,7 +195,10 @@ impl TileFile {
     /// Opens the data file to read tile `k`; a missing file names the tile that needed it.
     pub fn open_file(&self, k: u64) -> Result<DataFile> {
         DataFile::open(&self.path).map_err(|e| match e {
-            Error::Io { message, .. } => Error::corrupt(self.tile_context(k), format!("cannot open {}: {message}", self.path.display())),
+            Error::Io { message, .. } => Error::corrupt(
+                self.tile_context(k),
+                format!("cannot open {}: {message}", self.path.display()),
+            ),
             e => e,
         })
     }
@@ -198,14 +211,30 @@ impl TileFile {
         })
     }
 
-    fn chunk_bytes(&self, file: &DataFile, what: &str, chunk: &Chunk) -> Result<(Vec<u8>, Vec<u8>)> {
+    fn chunk_bytes(
+        &self,
+        file: &DataFile,
+        what: &str,
+        chunk: &Chunk,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
         let md = self.read(file, what, chunk.metadata_offset, chunk.metadata_len as u64)?;
-        let data = self.read(file, what, chunk.data_range().start, chunk.filtered_len as u64)?;
+        let data = self.read(
+            file,
+            what,
+            chunk.data_range().start,
+            chunk.filtered_len as u64,
+        )?;
         Ok((md, data))
     }
 
     /// Un-filters chunk `i` of tile `k`.
-    pub fn decode_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<Vec<u8>> {
+    pub fn decode_chunk(
+        &self,
+        file: &DataFile,
+        k: u64,
+        i: usize,
+        chunk: &Chunk,
+    ) -> Result<Vec<u8>> {
         let what = format!("{}, chunk {i}", self.tile_context(k));
         let (md, data) = self.chunk_bytes(file, &what, chunk)?;
         unfilter_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
@@ -213,7 +242,13 @@ impl TileFile {
     }
 
     /// Un-filters chunk `i` of a var tile whose offsets are embedded (string mode).
-    pub fn decode_string_chunk(&self, file: &DataFile, k: u64, i: usize, chunk: &Chunk) -> Result<StringChunk> {
+    pub fn decode_string_chunk(
+        &self,
+        file: &DataFile,
+        k: u64,
+        i: usize,
+        chunk: &Chunk,
+    ) -> Result<StringChunk> {
         let what = format!("{}, chunk {i}", self.tile_context(k));
         let (md, data) = self.chunk_bytes(file, &what, chunk)?;
         unfilter_string_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)

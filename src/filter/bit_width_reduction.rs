@@ -62,7 +62,10 @@ pub(crate) fn reverse(
         let raw = usize::from(w.bits) >= element_bits || w.len % size != 0;
         let width = usize::from(w.bits / 8);
         if !raw && !matches!(w.bits, 8 | 16 | 32) {
-            return Err(corrupt(NAME, format!("window {i} has bit width {}", w.bits)));
+            return Err(corrupt(
+                NAME,
+                format!("window {i} has bit width {}", w.bits),
+            ));
         }
         let stored = if raw { w.len } else { w.len / size * width };
         let (bytes, tail) = rest.split_at_checked(stored).ok_or_else(|| {
@@ -126,7 +129,10 @@ mod tests {
             let step = reverse(&md, &data, ElementKind::U64, 1 << 20).unwrap();
             assert_eq!(step.data.unwrap(), values);
         }
-        let values: Vec<u8> = [1u16, 2, 65535, 0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let values: Vec<u8> = [1u16, 2, 65535, 0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         let (md, data) = bit_width_encode(&values, ElementKind::U16, 4);
         let step = reverse(&md, &data, ElementKind::U16, 1 << 20).unwrap();
         assert_eq!(step.data.unwrap(), values);

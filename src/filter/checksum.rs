@@ -46,11 +46,14 @@ pub(crate) fn reverse(md: &[u8], data: &[u8], algo: Algorithm) -> Result<Step, F
     let data_parts = r.u32("data part count").for_filter(name)?;
     let total = u64::from(md_parts) + u64::from(data_parts);
     let entry_len = 8 + algo.digest_len() as u64;
-    r.check_count(total, entry_len, "part count", 0).for_filter(name)?;
+    r.check_count(total, entry_len, "part count", 0)
+        .for_filter(name)?;
     let entries = (0..total)
         .map(|_| {
             let size = r.u64("checksummed size").for_filter(name)?;
-            let digest = r.bytes(algo.digest_len() as u64, "digest").for_filter(name)?;
+            let digest = r
+                .bytes(algo.digest_len() as u64, "digest")
+                .for_filter(name)?;
             Ok((size, digest))
         })
         .collect::<Result<Vec<_>, FilterError>>()?;
@@ -73,7 +76,10 @@ fn verify(
     kind: &str,
 ) -> Result<(), FilterError> {
     let name = algo.name();
-    let total: u64 = entries.iter().map(|&(size, _)| size).fold(0, u64::saturating_add);
+    let total: u64 = entries
+        .iter()
+        .map(|&(size, _)| size)
+        .fold(0, u64::saturating_add);
     if total != bytes.len() as u64 {
         return Err(corrupt(
             name,

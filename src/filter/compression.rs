@@ -18,9 +18,15 @@ pub(crate) enum Codec {
     Lz4,
     Bzip2,
     /// Fixed-width RLE over values of the tile's cell size.
-    Rle { value_size: u64 },
-    DoubleDelta { width: usize },
-    Delta { width: usize },
+    Rle {
+        value_size: u64,
+    },
+    DoubleDelta {
+        width: usize,
+    },
+    Delta {
+        width: usize,
+    },
 }
 
 struct PartHeader {
@@ -42,7 +48,8 @@ pub(crate) fn reverse(
     let md_parts = r.u32("metadata part count").for_filter(filter)?;
     let data_parts = r.u32("data part count").for_filter(filter)?;
     let total = u64::from(md_parts) + u64::from(data_parts);
-    r.check_count(total, 8, "part count", 0).for_filter(filter)?;
+    r.check_count(total, 8, "part count", 0)
+        .for_filter(filter)?;
     let headers = (0..total)
         .map(|_| {
             Ok(PartHeader {
@@ -161,7 +168,9 @@ mod tests {
     }
 
     fn sample(len: usize, seed: u8) -> Vec<u8> {
-        (0..len).map(|i| ((i * 7) as u8 / 3).wrapping_add(seed)).collect()
+        (0..len)
+            .map(|i| ((i * 7) as u8 / 3).wrapping_add(seed))
+            .collect()
     }
 
     /// Every byte compressor with one metadata part and two data parts (as after a
@@ -170,16 +179,20 @@ mod tests {
     fn byte_compressors_round_trip_with_several_parts() {
         let md_part = vec![1u8, 0, 0, 0, 9, 9, 9, 9];
         let parts = [sample(5000, 1), sample(3, 2), Vec::new()];
-        let compressors: [(Codec, fn(&[u8]) -> Vec<u8>); 4] = [
+        type Compress = fn(&[u8]) -> Vec<u8>;
+        let compressors: [(Codec, Compress); 4] = [
             (Codec::Gzip, gzip),
             (Codec::Zstd, zstd),
             (Codec::Lz4, lz4),
             (Codec::Bzip2, bzip2),
         ];
         for (codec, compress) in compressors {
-            let (md, data) = compress_framing(&[&md_part], &parts.each_ref().map(|p| &p[..]), compress);
+            let (md, data) =
+                compress_framing(&[&md_part], &parts.each_ref().map(|p| &p[..]), compress);
             let step = reverse("X", codec, &md, &data, 1 << 20).unwrap();
-            let Md::New(new_md) = step.md else { panic!("compression rebuilds md") };
+            let Md::New(new_md) = step.md else {
+                panic!("compression rebuilds md")
+            };
             assert_eq!(new_md, md_part, "{codec:?}");
             assert_eq!(step.data.unwrap(), parts.concat(), "{codec:?}");
         }
@@ -205,7 +218,10 @@ mod tests {
         let (mut md, data) = compress_framing(&[], &[&part], lz4);
         md[8..12].copy_from_slice(&5000u32.to_le_bytes());
         let err = reverse("LZ4", Codec::Lz4, &md, &data, 1 << 20).unwrap_err();
-        assert!(err.to_string().contains("4096 bytes, header says 5000"), "{err}");
+        assert!(
+            err.to_string().contains("4096 bytes, header says 5000"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -215,7 +231,10 @@ mod tests {
         md.extend(u32::MAX.to_le_bytes());
         md.extend(10u32.to_le_bytes());
         let err = reverse("GZIP", Codec::Gzip, &md, &[0; 10], 1 << 20).unwrap_err();
-        assert!(err.to_string().contains("more than this chunk can hold"), "{err}");
+        assert!(
+            err.to_string().contains("more than this chunk can hold"),
+            "{err}"
+        );
         // A part count that cannot fit in the header.
         let md = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
         assert!(reverse("GZIP", Codec::Gzip, &md, &[], 1 << 20).is_err());
@@ -223,7 +242,14 @@ mod tests {
         assert!(reverse("GZIP", Codec::Gzip, &[1, 0, 0], &[], 1 << 20).is_err());
         // Compressed sizes that do not cover the data.
         let (md, data) = compress_framing(&[], &[b"abc"], zstd);
-        assert!(reverse("ZSTD", Codec::Zstd, &md, &[&data[..], b"x"].concat(), 1 << 20).is_err());
+        assert!(reverse(
+            "ZSTD",
+            Codec::Zstd,
+            &md,
+            &[&data[..], b"x"].concat(),
+            1 << 20
+        )
+        .is_err());
     }
 
     #[test]
@@ -235,6 +261,9 @@ mod tests {
         let (mut md, data) = compress_framing(&[], &[&zeros], gzip);
         md[8..12].copy_from_slice(&1000u32.to_le_bytes());
         let err = reverse("GZIP", Codec::Gzip, &md, &data, 1 << 21).unwrap_err();
-        assert!(err.to_string().contains("1001 bytes, header says 1000"), "{err}");
+        assert!(
+            err.to_string().contains("1001 bytes, header says 1000"),
+            "{err}"
+        );
     }
 }

@@ -23,9 +23,12 @@ pub(crate) fn decode(input: &[u8], width: usize, expected: usize) -> Result<Vec<
     if n == 0 {
         return Ok(Vec::new());
     }
-    let (values, extra) = body
-        .split_at_checked(expected)
-        .ok_or_else(|| format!("part holds {} bytes of values, needs {expected}", body.len()))?;
+    let (values, extra) = body.split_at_checked(expected).ok_or_else(|| {
+        format!(
+            "part holds {} bytes of values, needs {expected}",
+            body.len()
+        )
+    })?;
     if !extra.is_empty() && extra.len() != width {
         return Err(format!("{} unexpected bytes after the values", extra.len()));
     }
@@ -65,7 +68,10 @@ mod tests {
         let values = [5i64, 7, 9];
         let mut encoded = delta_encode(&values, 4);
         encoded.extend([0xaa; 4]);
-        let expected: Vec<u8> = values.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect();
+        let expected: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v as i32).to_le_bytes())
+            .collect();
         assert_eq!(decode(&encoded, 4, 12).unwrap(), expected);
         encoded.push(0);
         assert!(decode(&encoded, 4, 12).is_err());

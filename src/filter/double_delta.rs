@@ -50,7 +50,10 @@ pub(crate) fn decode(input: &[u8], width: usize, expected: usize) -> Result<Vec<
         return if stream.is_empty() {
             Ok(out)
         } else {
-            Err(format!("{} unexpected bytes after the values", stream.len()))
+            Err(format!(
+                "{} unexpected bytes after the values",
+                stream.len()
+            ))
         };
     }
 
@@ -80,10 +83,7 @@ pub(crate) fn decode(input: &[u8], width: usize, expected: usize) -> Result<Vec<
         } else {
             magnitude
         };
-        let x = dd
-            .wrapping_add(prev1.wrapping_mul(2))
-            .wrapping_sub(prev2)
-            & m;
+        let x = dd.wrapping_add(prev1.wrapping_mul(2)).wrapping_sub(prev2) & m;
         push_le(&mut out, x, width);
         prev2 = prev1;
         prev1 = x;
@@ -116,7 +116,11 @@ impl<'a> BitReader<'a> {
             let take = available.min(left);
             let shift = available - take;
             let chunk = (word >> shift) & low_bits(take);
-            value = if take == 64 { chunk } else { (value << take) | chunk };
+            value = if take == 64 {
+                chunk
+            } else {
+                (value << take) | chunk
+            };
             self.pos += u64::from(take);
             left -= take;
         }

@@ -110,11 +110,20 @@ mod tests {
         let (md, data) = encrypt_framing(&KEY, &[], &[b"secret"]);
         let mut wrong = KEY;
         wrong[0] ^= 1;
-        assert_eq!(reverse(&md, &data, Some(&wrong)).unwrap_err(), FilterError::Decrypt);
-        assert_eq!(reverse(&md, &data, None).unwrap_err(), FilterError::KeyNeeded);
+        assert_eq!(
+            reverse(&md, &data, Some(&wrong)).unwrap_err(),
+            FilterError::Decrypt
+        );
+        assert_eq!(
+            reverse(&md, &data, None).unwrap_err(),
+            FilterError::KeyNeeded
+        );
         let mut altered = data.clone();
         altered[0] ^= 1;
-        assert_eq!(reverse(&md, &altered, Some(&KEY)).unwrap_err(), FilterError::Decrypt);
+        assert_eq!(
+            reverse(&md, &altered, Some(&KEY)).unwrap_err(),
+            FilterError::Decrypt
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub(crate) fn reverse(md: &[u8], data: &[u8], width: usize) -> Result<Step, Filt
     if total != data.len() as u64 {
         return Err(corrupt(
             NAME,
-            format!("windows cover {total} bytes, but the data is {} bytes", data.len()),
+            format!(
+                "windows cover {total} bytes, but the data is {} bytes",
+                data.len()
+            ),
         ));
     }
 
@@ -68,7 +71,11 @@ mod tests {
             for window in [width * 2, 24, 256] {
                 let (md, data) = positive_delta_encode(&original, width, window);
                 let step = reverse(&md, &data, width).unwrap();
-                assert_eq!(step.data.unwrap(), original, "width {width} window {window}");
+                assert_eq!(
+                    step.data.unwrap(),
+                    original,
+                    "width {width} window {window}"
+                );
             }
         }
     }

@@ -12,7 +12,7 @@ pub(crate) fn decode(input: &[u8], value_size: u64, expected: usize) -> Result<V
         .checked_add(2)
         .and_then(|s| usize::try_from(s).ok())
         .ok_or_else(|| format!("cell size {value_size} is too large"))?;
-    if input.len() % run_size != 0 {
+    if !input.len().is_multiple_of(run_size) {
         return Err(format!(
             "{} bytes is not a whole number of {run_size}-byte runs",
             input.len()
@@ -34,7 +34,9 @@ pub(crate) fn decode(input: &[u8], value_size: u64, expected: usize) -> Result<V
         })
         .ok_or("run lengths overflow")?;
     if total != expected as u64 {
-        return Err(format!("runs expand to {total} bytes, header says {expected}"));
+        return Err(format!(
+            "runs expand to {total} bytes, header says {expected}"
+        ));
     }
     let mut out = Vec::with_capacity(expected);
     for (value, count) in runs() {

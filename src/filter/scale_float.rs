@@ -24,7 +24,12 @@ pub(crate) fn reverse(
     }
     let width = match byte_width {
         1 | 2 | 4 | 8 => byte_width as usize,
-        w => return Err(corrupt(NAME, format!("byte width option is {w}, not 1, 2, 4 or 8"))),
+        w => {
+            return Err(corrupt(
+                NAME,
+                format!("byte width option is {w}, not 1, 2, 4 or 8"),
+            ))
+        }
     };
     let mut r = Reader::new(md);
     let sizes = read_part_sizes(&mut r, NAME)?;
@@ -34,7 +39,10 @@ pub(crate) fn reverse(
         if part.len() % width != 0 {
             return Err(corrupt(
                 NAME,
-                format!("part {i} is {} bytes, not whole {width}-byte integers", part.len()),
+                format!(
+                    "part {i} is {} bytes, not whole {width}-byte integers",
+                    part.len()
+                ),
             ));
         }
         for q in part.chunks_exact(width) {
@@ -70,7 +78,7 @@ mod tests {
 
     #[test]
     fn f64_and_f32_at_every_width() {
-        let values = [100.0, 100.5, 99.0, 101.5, 63.5, 0.0];
+        let values = [100.0, 100.5, 99.0, 101.5, 63.5, 60.0];
         let (scale, offset) = (0.5, 100.0);
         for width in [1usize, 2, 4, 8] {
             let data = encode(&values, scale, offset, width);
@@ -91,7 +99,10 @@ mod tests {
     fn negative_integers_are_sign_extended() {
         let data = [0xffu8, 0x80]; // −1, −128 as i8
         let step = reverse(&part_header(&[2]), &data, 8, 2.0, 1.0, 1).unwrap();
-        let expected: Vec<u8> = [-1.0f64, -255.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let expected: Vec<u8> = [-1.0f64, -255.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         assert_eq!(step.data.unwrap(), expected);
     }
 

@@ -101,7 +101,9 @@ pub(crate) fn decode(
                         rest = tail;
                         s
                     })
-                    .ok_or_else(|| corrupt(name, format!("string of {len} bytes runs past the data")))?;
+                    .ok_or_else(|| {
+                        corrupt(name, format!("string of {len} bytes runs past the data"))
+                    })?;
                 out.push(string, run)?;
             }
         }
@@ -109,12 +111,17 @@ pub(crate) fn decode(
             let id_width = width(&mut r, name, "word-id width")?;
             let len_width = width(&mut r, name, "string-length width")?;
             let dict_len = r.u32("dictionary size").for_filter(name)?;
-            let dict = r.bytes(u64::from(dict_len), "dictionary").for_filter(name)?;
+            let dict = r
+                .bytes(u64::from(dict_len), "dictionary")
+                .for_filter(name)?;
             let words = parse_dictionary(dict, len_width, name)?;
-            if data.len() % id_width != 0 {
+            if !data.len().is_multiple_of(id_width) {
                 return Err(corrupt(
                     name,
-                    format!("{} bytes is not a whole number of {id_width}-byte ids", data.len()),
+                    format!(
+                        "{} bytes is not a whole number of {id_width}-byte ids",
+                        data.len()
+                    ),
                 ));
             }
             for id in data.chunks_exact(id_width) {
@@ -143,7 +150,12 @@ fn width(r: &mut Reader, name: &'static str, field: &'static str) -> Result<usiz
 }
 
 /// Takes a big-endian integer of `width` bytes off the front of `rest`.
-fn take(rest: &mut &[u8], width: usize, name: &'static str, field: &str) -> Result<u64, FilterError> {
+fn take(
+    rest: &mut &[u8],
+    width: usize,
+    name: &'static str,
+    field: &str,
+) -> Result<u64, FilterError> {
     let (bytes, tail) = rest
         .split_at_checked(width)
         .ok_or_else(|| corrupt(name, format!("data ends inside a {field}")))?;
@@ -166,7 +178,12 @@ fn parse_dictionary<'a>(
         let (word, tail) = usize::try_from(len)
             .ok()
             .and_then(|len| dict.split_at_checked(len))
-            .ok_or_else(|| corrupt(name, format!("dictionary word of {len} bytes runs past the dictionary")))?;
+            .ok_or_else(|| {
+                corrupt(
+                    name,
+                    format!("dictionary word of {len} bytes runs past the dictionary"),
+                )
+            })?;
         words.push(word);
         dict = tail;
     }
@@ -202,7 +219,10 @@ impl Output {
         if copies > cells_left {
             return Err(corrupt(
                 self.name,
-                format!("more strings than the {} cells the header announces", self.cells),
+                format!(
+                    "more strings than the {} cells the header announces",
+                    self.cells
+                ),
             ));
         }
         let added = (string.len() as u64).checked_mul(copies);
@@ -210,7 +230,10 @@ impl Output {
         if added.is_none_or(|n| n > bytes_left) {
             return Err(corrupt(
                 self.name,
-                format!("strings exceed the {} bytes the header announces", self.expected),
+                format!(
+                    "strings exceed the {} bytes the header announces",
+                    self.expected
+                ),
             ));
         }
         for _ in 0..copies {
@@ -263,14 +286,14 @@ mod tests {
     fn rle_header_layout_and_decoding() {
         let s = strings();
         let (md, data) = rle_string_encode(&s);
-        // 0 md parts, 1 data part, 15 string bytes, encoded size, 64 offset bytes, widths.
-        assert_eq!(&md[..12], &[0, 0, 0, 0, 1, 0, 0, 0, 15, 0, 0, 0]);
+        // 0 md parts, 1 data part, 14 string bytes, encoded size, 64 offset bytes, widths.
+        assert_eq!(&md[..12], &[0, 0, 0, 0, 1, 0, 0, 0, 14, 0, 0, 0]);
         assert_eq!(&md[16..20], &[64, 0, 0, 0]);
         assert_eq!(&md[20..22], &[1, 1]);
         assert_eq!(md.len(), 22);
         // First record: 3 × "ab", big-endian single bytes.
         assert_eq!(&data[..4], &[3, 2, b'a', b'b']);
-        let (chunk, used) = decode(Mode::Rle, &md, &data, 15).unwrap();
+        let (chunk, used) = decode(Mode::Rle, &md, &data, 14).unwrap();
         assert_eq!(used, 22);
         assert_eq!(chunk, expected(&s));
     }
@@ -296,7 +319,7 @@ mod tests {
         assert_eq!(&md[22..26], &[8, 0, 0, 0]);
         assert_eq!(&md[26..], &[2, b'a', b'b', 0, 3, b'x', b'y', b'z']);
         assert_eq!(data, [0, 0, 0, 1, 2, 2, 0, 1]);
-        let (chunk, used) = decode(Mode::Dictionary, &md, &data, 15).unwrap();
+        let (chunk, used) = decode(Mode::Dictionary, &md, &data, 14).unwrap();
         assert_eq!(used, md.len());
         assert_eq!(chunk, expected(&s));
     }
@@ -314,7 +337,10 @@ mod tests {
         let size = u32::from_le_bytes(md[22..26].try_into().unwrap()) + 3;
         md[22..26].copy_from_slice(&size.to_le_bytes());
         md.extend([0, 0, 0]);
-        assert_eq!(decode(Mode::Dictionary, &md, &data, total).unwrap().0, plain);
+        assert_eq!(
+            decode(Mode::Dictionary, &md, &data, total).unwrap().0,
+            plain
+        );
         assert_eq!(plain, expected(&s));
     }
 
@@ -322,31 +348,31 @@ mod tests {
     fn corrupt_string_tiles_are_errors() {
         let s = strings();
         let (md, data) = rle_string_encode(&s);
-        assert!(decode(Mode::Rle, &md, &data, 14).is_err()); // wrong string size
-        assert!(decode(Mode::Rle, &md[..21], &data, 15).is_err()); // truncated header
-        assert!(decode(Mode::Rle, &md, &data[..data.len() - 1], 15).is_err());
+        assert!(decode(Mode::Rle, &md, &data, 15).is_err()); // wrong string size
+        assert!(decode(Mode::Rle, &md[..21], &data, 14).is_err()); // truncated header
+        assert!(decode(Mode::Rle, &md, &data[..data.len() - 1], 14).is_err());
         let mut bad = md.clone();
         bad[16..20].copy_from_slice(&56u32.to_le_bytes()); // one cell fewer
-        assert!(decode(Mode::Rle, &bad, &data, 15).is_err());
+        assert!(decode(Mode::Rle, &bad, &data, 14).is_err());
         let mut bad = md.clone();
-        bad[16..20].copy_from_slice(&(u32::MAX & !7).to_le_bytes()); // absurd cell count
-        assert!(decode(Mode::Rle, &bad, &data, 15).is_err());
+        bad[16..20].copy_from_slice(&(!7u32).to_le_bytes()); // absurd cell count
+        assert!(decode(Mode::Rle, &bad, &data, 14).is_err());
         let mut bad = md.clone();
         bad[20] = 3; // width 3
-        assert!(decode(Mode::Rle, &bad, &data, 15).is_err());
+        assert!(decode(Mode::Rle, &bad, &data, 14).is_err());
         let mut huge_run = data.clone();
         huge_run[0] = 0xff;
-        assert!(decode(Mode::Rle, &md, &huge_run, 15).is_err());
+        assert!(decode(Mode::Rle, &md, &huge_run, 14).is_err());
         // Not string mode at all: an ordinary compression header.
-        assert!(decode(Mode::Rle, &[1, 0, 0, 0, 1, 0, 0, 0], &data, 15).is_err());
+        assert!(decode(Mode::Rle, &[1, 0, 0, 0, 1, 0, 0, 0], &data, 14).is_err());
 
         let (md, data) = dictionary_string_encode(&s);
         let mut bad_id = data.clone();
         bad_id[0] = 9;
-        assert!(decode(Mode::Dictionary, &md, &bad_id, 15).is_err());
+        assert!(decode(Mode::Dictionary, &md, &bad_id, 14).is_err());
         let mut bad_dict = md.clone();
         let last = bad_dict.len() - 4;
         bad_dict[last] = 200; // "xyz" entry claims 200 bytes
-        assert!(decode(Mode::Dictionary, &bad_dict, &data, 15).is_err());
+        assert!(decode(Mode::Dictionary, &bad_dict, &data, 14).is_err());
     }
 }

@@ -163,7 +163,10 @@ pub(crate) fn delta_width(t: Datatype, filter: &'static str) -> Result<usize, Fi
     if t.is_float() {
         return Err(unsupported(
             filter,
-            format!("{} values cannot be delta-encoded (TileDB rejects floats)", t.name()),
+            format!(
+                "{} values cannot be delta-encoded (TileDB rejects floats)",
+                t.name()
+            ),
         ));
     }
     if t.is_string() || t == Datatype::Any {
@@ -226,7 +229,10 @@ mod tests {
         let md = [2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0];
         let sizes = read_part_sizes(&mut Reader::new(&md), "X").unwrap();
         assert_eq!(sizes, [3, 1]);
-        assert_eq!(split_parts(b"abcd", &sizes, "X").unwrap(), [&b"abc"[..], b"d"]);
+        assert_eq!(
+            split_parts(b"abcd", &sizes, "X").unwrap(),
+            [&b"abc"[..], b"d"]
+        );
         assert!(split_parts(b"abcde", &sizes, "X").is_err());
         // A count far larger than the header can hold is refused before allocating.
         let err = read_part_sizes(&mut Reader::new(&[0xff, 0xff, 0xff, 0xff]), "X").unwrap_err();
@@ -237,7 +243,10 @@ mod tests {
     fn type_rules() {
         assert_eq!(bit_width_kind(Datatype::UInt8, 22), None);
         assert_eq!(bit_width_kind(Datatype::DatetimeMs, 19), None);
-        assert_eq!(bit_width_kind(Datatype::DatetimeMs, 20), Some(ElementKind::I64));
+        assert_eq!(
+            bit_width_kind(Datatype::DatetimeMs, 20),
+            Some(ElementKind::I64)
+        );
         assert_eq!(positive_delta_width(Datatype::Int8, 1), Some(1));
         assert_eq!(positive_delta_width(Datatype::Char, 22), None);
         assert_eq!(positive_delta_width(Datatype::Float32, 22), None);

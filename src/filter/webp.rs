@@ -25,7 +25,10 @@ pub(crate) fn reverse(
     if input_type != Datatype::UInt8 {
         return Err(unsupported(
             NAME,
-            format!("only UINT8 data can be WebP images, not {}", input_type.name()),
+            format!(
+                "only UINT8 data can be WebP images, not {}",
+                input_type.name()
+            ),
         ));
     }
     // Input formats: 1 RGB, 2 BGR, 3 RGBA, 4 BGRA.
@@ -120,14 +123,20 @@ mod tests {
 
         // An opaque image read as RGBA gets alpha 255.
         let step = reverse(&md, &image, &options(3), Datatype::UInt8, 1 << 20).unwrap();
-        let rgba: Vec<u8> = rgb.chunks(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+        let rgba: Vec<u8> = rgb
+            .chunks(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect();
         assert_eq!(step.data.unwrap(), rgba);
 
         let rgba: Vec<u8> = (0..48).map(|i| (i * 5 + 1) as u8).collect();
         let image = encode(&rgba, 4, 3, ColorType::Rgba8);
         let md = part_header(&[image.len()]);
         let step = reverse(&md, &image, &options(4), Datatype::UInt8, 1 << 20).unwrap();
-        let bgra: Vec<u8> = rgba.chunks(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
+        let bgra: Vec<u8> = rgba
+            .chunks(4)
+            .flat_map(|p| [p[2], p[1], p[0], p[3]])
+            .collect();
         assert_eq!(step.data.unwrap(), bgra);
     }
 
@@ -144,6 +153,13 @@ mod tests {
         let md_broken = part_header(&[broken.len()]);
         assert!(reverse(&md_broken, &broken, &options(1), Datatype::UInt8, 1 << 20).is_err());
         let garbage = vec![0x42u8; 40];
-        assert!(reverse(&part_header(&[40]), &garbage, &options(1), Datatype::UInt8, 1 << 20).is_err());
+        assert!(reverse(
+            &part_header(&[40]),
+            &garbage,
+            &options(1),
+            Datatype::UInt8,
+            1 << 20
+        )
+        .is_err());
     }
 }

@@ -44,7 +44,7 @@ mod tests {
         let step = reverse(&part_header(&[32, 8]), &data, 8).unwrap();
         assert_eq!(step.data.unwrap(), [a, b].concat());
         for width in [1usize, 2, 4] {
-            let v: Vec<u8> = (0..24).map(|i| i * 37).collect();
+            let v: Vec<u8> = (0..24u32).map(|i| (i * 37) as u8).collect();
             let step = reverse(&part_header(&[24]), &xor_encode(&v, width), width).unwrap();
             assert_eq!(step.data.unwrap(), v);
         }

@@ -149,23 +149,6 @@ impl Datatype {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_id_round_trips() {
-        for id in 0..=43u8 {
-            let t = Datatype::from_u8(id).unwrap();
-            assert_eq!(t.id(), id);
-        }
-        assert_eq!(Datatype::from_u8(44), None);
-        assert_eq!(Datatype::DatetimeMs.name(), "DATETIME_MS");
-        assert_eq!(Datatype::StringUtf16.size(), 2);
-        assert_eq!(Datatype::TimeAs.element_kind(), ElementKind::I64);
-    }
-}
-
 /// Reads one integer value of an integer-like datatype (integers, DATETIME, TIME) from
 /// its little-endian bytes; `None` for other types or short input.
 pub fn decode_int(bytes: &[u8], t: Datatype) -> Option<i128> {
@@ -186,4 +169,21 @@ pub fn decode_int(bytes: &[u8], t: Datatype) -> Option<i128> {
         ElementKind::U64 => u64::from_le_bytes(arr(8)?) as i128,
         ElementKind::F32 | ElementKind::F64 => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_round_trips() {
+        for id in 0..=43u8 {
+            let t = Datatype::from_u8(id).unwrap();
+            assert_eq!(t.id(), id);
+        }
+        assert_eq!(Datatype::from_u8(44), None);
+        assert_eq!(Datatype::DatetimeMs.name(), "DATETIME_MS");
+        assert_eq!(Datatype::StringUtf16.size(), 2);
+        assert_eq!(Datatype::TimeAs.element_kind(), ElementKind::I64);
+    }
 }

@@ -23,7 +23,11 @@ pub fn footer_location(name_version: u32, schema: &ArraySchema) -> FooterLocatio
     let a = schema.attributes.len() as u64;
     let d = schema.dimensions.len() as u64;
     let n = a + d + 1;
-    let ranges: u64 = schema.dimensions.iter().map(|d| 2 * d.datatype.size()).sum();
+    let ranges: u64 = schema
+        .dimensions
+        .iter()
+        .map(|d| 2 * d.datatype.size())
+        .sum();
     let len = match name_version {
         0..=4 => {
             let c = schema.dimensions.first().map_or(0, |d| d.datatype.size());

@@ -72,7 +72,10 @@ mod tests {
         assert_eq!((n.t1, n.t2, n.version), (1, 2, 22));
         assert_eq!(n.generation, NameGeneration::Three);
         let n = TimestampedName::parse("__5_6_0fcdefaa40d34ff2a4b09153472fbdc2").unwrap();
-        assert_eq!((n.t1, n.t2, n.version, n.generation), (5, 6, 4, NameGeneration::Two));
+        assert_eq!(
+            (n.t1, n.t2, n.version, n.generation),
+            (5, 6, 4, NameGeneration::Two)
+        );
         let n = TimestampedName::parse("__5dc2cc9cce204a189f825fd4919d0c55_1541540586869").unwrap();
         assert_eq!(n.t1, 1541540586869);
         assert_eq!(n.generation, NameGeneration::One);

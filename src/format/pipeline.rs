@@ -9,27 +9,51 @@ use super::reader::Reader;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
     None,
-    Gzip { level: i32 },
-    Zstd { level: i32 },
-    Lz4 { level: i32 },
-    Rle { level: i32 },
-    Bzip2 { level: i32 },
+    Gzip {
+        level: i32,
+    },
+    Zstd {
+        level: i32,
+    },
+    Lz4 {
+        level: i32,
+    },
+    Rle {
+        level: i32,
+    },
+    Bzip2 {
+        level: i32,
+    },
     /// `reinterpret`: the type the values are read as (absent before v20 or when ANY).
-    DoubleDelta { reinterpret: Option<Datatype> },
-    BitWidthReduction { max_window: u32 },
+    DoubleDelta {
+        reinterpret: Option<Datatype>,
+    },
+    BitWidthReduction {
+        max_window: u32,
+    },
     BitShuffle,
     ByteShuffle,
-    PositiveDelta { max_window: u32 },
+    PositiveDelta {
+        max_window: u32,
+    },
     /// AES-256-GCM, filter 11: appears in generic-tile headers of encrypted arrays and is
     /// appended by fragfs to data pipelines of encrypted arrays.
     Encryption,
     ChecksumMd5,
     ChecksumSha256,
-    Dictionary { level: i32 },
-    ScaleFloat { scale: f64, offset: f64, byte_width: u64 },
+    Dictionary {
+        level: i32,
+    },
+    ScaleFloat {
+        scale: f64,
+        offset: f64,
+        byte_width: u64,
+    },
     Xor,
     Webp(WebpOptions),
-    Delta { reinterpret: Option<Datatype> },
+    Delta {
+        reinterpret: Option<Datatype>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -137,11 +161,21 @@ impl Filter {
         };
         Ok(match id {
             0 => Filter::None,
-            1 => Filter::Gzip { level: level(&mut o)? },
-            2 => Filter::Zstd { level: level(&mut o)? },
-            3 => Filter::Lz4 { level: level(&mut o)? },
-            4 => Filter::Rle { level: level(&mut o)? },
-            5 => Filter::Bzip2 { level: level(&mut o)? },
+            1 => Filter::Gzip {
+                level: level(&mut o)?,
+            },
+            2 => Filter::Zstd {
+                level: level(&mut o)?,
+            },
+            3 => Filter::Lz4 {
+                level: level(&mut o)?,
+            },
+            4 => Filter::Rle {
+                level: level(&mut o)?,
+            },
+            5 => Filter::Bzip2 {
+                level: level(&mut o)?,
+            },
             6 => Filter::DoubleDelta {
                 reinterpret: reinterpret(&mut o)?,
             },
@@ -156,7 +190,9 @@ impl Filter {
             11 => Filter::Encryption,
             12 => Filter::ChecksumMd5,
             13 => Filter::ChecksumSha256,
-            14 => Filter::Dictionary { level: level(&mut o)? },
+            14 => Filter::Dictionary {
+                level: level(&mut o)?,
+            },
             15 => Filter::ScaleFloat {
                 scale: o.f64("scale float scale")?,
                 offset: o.f64("scale float offset")?,

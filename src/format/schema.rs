@@ -307,11 +307,18 @@ fn parse_attribute(r: &mut Reader, version: u32) -> Result<Attribute> {
         one.repeat(n)
     };
     let (nullable, fill_value_validity) = if version >= 7 {
-        (r.bool("attribute nullable")?, r.bool("attribute fill validity")?)
+        (
+            r.bool("attribute nullable")?,
+            r.bool("attribute fill validity")?,
+        )
     } else {
         (false, false)
     };
-    let order = if version >= 17 { r.u8("attribute order")? } else { 0 };
+    let order = if version >= 17 {
+        r.u8("attribute order")?
+    } else {
+        0
+    };
     let enumeration = if version >= 20 {
         let name = r.string_u32("attribute enumeration name")?;
         (!name.is_empty()).then_some(name)

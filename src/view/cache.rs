@@ -83,7 +83,14 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         }
         lru.used += weight;
         lru.order.insert(tick, key.clone());
-        lru.map.insert(key, Entry { value, tick, weight });
+        lru.map.insert(
+            key,
+            Entry {
+                value,
+                tick,
+                weight,
+            },
+        );
     }
 
     /// Returns the cached value or loads, caches and returns it.

@@ -95,7 +95,10 @@ impl FieldReader<'_> {
         if sizes.len() < n {
             return Err(Error::corrupt(
                 format!("{}, {}", self.meta.context(), self.field.var_file()),
-                format!("metadata lists {} var tile sizes for {n} tiles", sizes.len()),
+                format!(
+                    "metadata lists {} var tile sizes for {n} tiles",
+                    sizes.len()
+                ),
             ));
         }
         let mut starts = Vec::with_capacity(n + 1);
@@ -143,12 +146,16 @@ impl FieldReader<'_> {
                     let stride = self.uniform_tile_len(file).max(1);
                     let k = (pos / stride).min(self.meta.tile_count.saturating_sub(1));
                     let start = k * stride;
-                    let tile_len = self.meta.tile_cells(k) * (stride / self.meta.cells_per_tile.max(1));
+                    let tile_len =
+                        self.meta.tile_cells(k) * (stride / self.meta.cells_per_tile.max(1));
                     (k, start, start + tile_len)
                 }
             };
             if tile_end <= pos {
-                return Err(Error::corrupt(self.meta.context(), format!("no tile holds byte {pos} of {}", file.name())));
+                return Err(Error::corrupt(
+                    self.meta.context(),
+                    format!("no tile holds byte {pos} of {}", file.name()),
+                ));
             }
             let a = pos - tile_start;
             let b = end.min(tile_end) - tile_start;
@@ -164,14 +171,23 @@ impl FieldReader<'_> {
     }
 
     /// Bytes `[a, b)` of tile `k` of a virtual file.
-    fn tile_range(&self, file: RawFile, k: u64, a: u64, b: u64, var_starts: Option<&[u64]>) -> Result<Vec<u8>> {
+    fn tile_range(
+        &self,
+        file: RawFile,
+        k: u64,
+        a: u64,
+        b: u64,
+        var_starts: Option<&[u64]>,
+    ) -> Result<Vec<u8>> {
         match file {
             RawFile::Validity => self.tile_bytes(FileRole::Validity, k, a, b),
             RawFile::Values if !self.field.is_var() => self.tile_bytes(FileRole::Data, k, a, b),
             RawFile::Values => match self.string_tile(k)? {
                 Some(tile) => {
                     let what = self.tile_file(FileRole::Var)?.tile_context(k);
-                    let strings = tile.strings().ok_or_else(|| Error::corrupt(&what, "cache holds the wrong item"))?;
+                    let strings = tile
+                        .strings()
+                        .ok_or_else(|| Error::corrupt(&what, "cache holds the wrong item"))?;
                     slice(&strings.bytes, a, b, &what)
                 }
                 None => self.tile_bytes(FileRole::Var, k, a, b),
@@ -185,8 +201,14 @@ impl FieldReader<'_> {
                 let raw = match self.string_tile(k)? {
                     Some(tile) => {
                         let offsets = tile.strings().map(|s| s.offsets.as_slice()).unwrap_or(&[]);
-                        let (from, to) = ((a8 / 8) as usize, ((b8 / 8) as usize).min(offsets.len()));
-                        offsets.get(from..to).unwrap_or(&[]).iter().flat_map(|o| o.to_le_bytes()).collect()
+                        let (from, to) =
+                            ((a8 / 8) as usize, ((b8 / 8) as usize).min(offsets.len()));
+                        offsets
+                            .get(from..to)
+                            .unwrap_or(&[])
+                            .iter()
+                            .flat_map(|o| o.to_le_bytes())
+                            .collect()
                     }
                     None => self.tile_bytes(FileRole::Data, k, a8, b8)?,
                 };
@@ -197,7 +219,12 @@ impl FieldReader<'_> {
                         v.wrapping_add(base).to_le_bytes()
                     })
                     .collect();
-                slice(&shifted, a - a8, b - a8, &format!("{}, offsets of tile {k}", self.meta.context()))
+                slice(
+                    &shifted,
+                    a - a8,
+                    b - a8,
+                    &format!("{}, offsets of tile {k}", self.meta.context()),
+                )
             }
         }
     }
@@ -212,13 +239,19 @@ impl FieldReader<'_> {
             let expected = match role {
                 FileRole::Data => cells.saturating_mul(self.field.cell_size()),
                 FileRole::Validity => cells,
-                FileRole::Var => self.var_starts().map(|s| s[k as usize + 1] - s[k as usize])?,
+                FileRole::Var => self
+                    .var_starts()
+                    .map(|s| s[k as usize + 1] - s[k as usize])?,
             };
-            let embedded_offsets = role == FileRole::Data && self.field.is_var() && chunks.chunks.is_empty();
+            let embedded_offsets =
+                role == FileRole::Data && self.field.is_var() && chunks.chunks.is_empty();
             if chunks.unfiltered_len() != expected && !embedded_offsets {
                 return Err(Error::corrupt(
                     tf.tile_context(k),
-                    format!("chunks add up to {} bytes, metadata says {expected}", chunks.unfiltered_len()),
+                    format!(
+                        "chunks add up to {} bytes, metadata says {expected}",
+                        chunks.unfiltered_len()
+                    ),
                 ));
             }
             Ok(Cached::Chunks(chunks))
@@ -240,7 +273,10 @@ impl FieldReader<'_> {
         let tf = self.tile_file(role)?;
         let index = self.chunk_index(&tf, role, k)?;
         let Cached::Chunks(index) = &*index else {
-            return Err(Error::corrupt(tf.tile_context(k), "cache holds the wrong item"));
+            return Err(Error::corrupt(
+                tf.tile_context(k),
+                "cache holds the wrong item",
+            ));
         };
         let mut out = Vec::with_capacity((b - a) as usize);
         let mut file = None;
@@ -249,22 +285,37 @@ impl FieldReader<'_> {
             if end <= a || start >= b {
                 continue;
             }
-            let decoded = self.cache.get_or_load(self.key(role, k, Item::Chunk(i)), || {
-                if file.is_none() {
-                    file = Some(tf.open_file(k)?);
-                }
-                let f = file.as_ref().ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
-                tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
-            })?;
+            let decoded = self
+                .cache
+                .get_or_load(self.key(role, k, Item::Chunk(i)), || {
+                    if file.is_none() {
+                        file = Some(tf.open_file(k)?);
+                    }
+                    let f = file
+                        .as_ref()
+                        .ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
+                    tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
+                })?;
             let Cached::Bytes(bytes) = &*decoded else {
-                return Err(Error::corrupt(tf.tile_context(k), "cache holds the wrong item"));
+                return Err(Error::corrupt(
+                    tf.tile_context(k),
+                    "cache holds the wrong item",
+                ));
             };
             let from = a.max(start) - start;
             let to = b.min(end) - start;
-            out.extend_from_slice(&slice(bytes, from, to, &format!("{}, chunk {i}", tf.tile_context(k)))?);
+            out.extend_from_slice(&slice(
+                bytes,
+                from,
+                to,
+                &format!("{}, chunk {i}", tf.tile_context(k)),
+            )?);
         }
         if out.len() as u64 != b - a {
-            return Err(Error::corrupt(tf.tile_context(k), format!("tile holds {} of the bytes {a}..{b}", out.len())));
+            return Err(Error::corrupt(
+                tf.tile_context(k),
+                format!("tile holds {} of the bytes {a}..{b}", out.len()),
+            ));
         }
         Ok(out)
     }
@@ -292,26 +343,31 @@ impl FieldReader<'_> {
         let Cached::Chunks(var_index) = &*var_index else {
             return Ok(None);
         };
-        let tile = self.cache.get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
-            let file = var_tf.open_file(k)?;
-            let mut all = StringChunk {
-                bytes: Vec::new(),
-                offsets: Vec::new(),
-            };
-            for (i, chunk) in var_index.chunks.iter().enumerate() {
-                let part = var_tf.decode_string_chunk(&file, k, i, chunk)?;
-                let base = all.bytes.len() as u64;
-                all.offsets.extend(part.offsets.iter().map(|o| o + base));
-                all.bytes.extend_from_slice(&part.bytes);
-            }
-            if all.offsets.len() as u64 != cells {
-                return Err(Error::corrupt(
-                    var_tf.tile_context(k),
-                    format!("embedded offsets give {} cells, metadata says {cells}", all.offsets.len()),
-                ));
-            }
-            Ok(Cached::Strings(all))
-        })?;
+        let tile = self
+            .cache
+            .get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
+                let file = var_tf.open_file(k)?;
+                let mut all = StringChunk {
+                    bytes: Vec::new(),
+                    offsets: Vec::new(),
+                };
+                for (i, chunk) in var_index.chunks.iter().enumerate() {
+                    let part = var_tf.decode_string_chunk(&file, k, i, chunk)?;
+                    let base = all.bytes.len() as u64;
+                    all.offsets.extend(part.offsets.iter().map(|o| o + base));
+                    all.bytes.extend_from_slice(&part.bytes);
+                }
+                if all.offsets.len() as u64 != cells {
+                    return Err(Error::corrupt(
+                        var_tf.tile_context(k),
+                        format!(
+                            "embedded offsets give {} cells, metadata says {cells}",
+                            all.offsets.len()
+                        ),
+                    ));
+                }
+                Ok(Cached::Strings(all))
+            })?;
         Ok(Some(tile))
     }
 }
@@ -321,7 +377,12 @@ fn slice(bytes: &[u8], a: u64, b: u64, what: &str) -> Result<Vec<u8>> {
     bytes
         .get(a as usize..b as usize)
         .map(|s| s.to_vec())
-        .ok_or_else(|| Error::corrupt(what, format!("decoded {} bytes, needed {a}..{b}", bytes.len())))
+        .ok_or_else(|| {
+            Error::corrupt(
+                what,
+                format!("decoded {} bytes, needed {a}..{b}", bytes.len()),
+            )
+        })
 }
 
 impl Cached {

@@ -37,12 +37,19 @@ fn pipeline(p: &FilterPipeline) -> Value {
                     m.insert("level".into(), json!(level));
                 }
                 Filter::Delta { reinterpret } | Filter::DoubleDelta { reinterpret } => {
-                    m.insert("reinterpret_datatype".into(), json!(reinterpret.map(|t| t.name())));
+                    m.insert(
+                        "reinterpret_datatype".into(),
+                        json!(reinterpret.map(|t| t.name())),
+                    );
                 }
                 Filter::BitWidthReduction { max_window } | Filter::PositiveDelta { max_window } => {
                     m.insert("max_window".into(), json!(max_window));
                 }
-                Filter::ScaleFloat { scale, offset, byte_width } => {
+                Filter::ScaleFloat {
+                    scale,
+                    offset,
+                    byte_width,
+                } => {
                     m.insert("scale".into(), json!(scale));
                     m.insert("offset".into(), json!(offset));
                     m.insert("byte_width".into(), json!(byte_width));
@@ -219,9 +226,14 @@ fn bounds(b: &TileBounds, k: usize, meta: &FragmentMeta, f: &crate::array::field
     if b.is_empty() {
         return Value::Null;
     }
-    b.get(k, f.is_var(), f.cell_size() as usize, meta.tile_count as usize)
-        .map(|bytes| value::cell(bytes, f.datatype))
-        .unwrap_or(Value::Null)
+    b.get(
+        k,
+        f.is_var(),
+        f.cell_size() as usize,
+        meta.tile_count as usize,
+    )
+    .map(|bytes| value::cell(bytes, f.datatype))
+    .unwrap_or(Value::Null)
 }
 
 /// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics.
@@ -230,7 +242,11 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
     for f in meta.fields.iter().filter(|f| f.stored) {
         let (min, max) = meta.tile_bounds(f.slot)?;
         let sums = meta.tile_sums(f.slot)?;
-        let nulls = if f.nullable { meta.tile_null_counts(f.slot)? } else { Vec::new() };
+        let nulls = if f.nullable {
+            meta.tile_null_counts(f.slot)?
+        } else {
+            Vec::new()
+        };
         let mut roles = vec![FileRole::Data];
         if f.is_var() {
             roles.push(FileRole::Var);
@@ -268,8 +284,19 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
             }
             t.insert("min".into(), bounds(&min, k as usize, meta, f));
             t.insert("max".into(), bounds(&max, k as usize, meta, f));
-            t.insert("sum".into(), sums.get(k as usize).map(|s| value::sum(s, f.datatype)).unwrap_or(Value::Null));
-            t.insert("null_count".into(), nulls.get(k as usize).map(|n| json!(n)).unwrap_or(Value::Null));
+            t.insert(
+                "sum".into(),
+                sums.get(k as usize)
+                    .map(|s| value::sum(s, f.datatype))
+                    .unwrap_or(Value::Null),
+            );
+            t.insert(
+                "null_count".into(),
+                nulls
+                    .get(k as usize)
+                    .map(|n| json!(n))
+                    .unwrap_or(Value::Null),
+            );
             tiles.push(Value::Object(t));
         }
         fields.insert(f.name.clone(), json!(tiles));
@@ -285,7 +312,9 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
             }).collect::<Vec<_>>()).collect::<Vec<_>>(),
         })
     };
-    Ok(json!({"fragment": fragment.name, "tile_count": meta.tile_count, "fields": fields, "rtree": mbrs}))
+    Ok(
+        json!({"fragment": fragment.name, "tile_count": meta.tile_count, "fields": fields, "rtree": mbrs}),
+    )
 }
 
 pub fn array(array: &Array) -> Value {

@@ -43,7 +43,11 @@ impl Node {
     pub fn is_dir(self) -> bool {
         matches!(
             self,
-            Node::Root | Node::SchemasDir | Node::FragmentsDir | Node::Fragment(_) | Node::Field(..)
+            Node::Root
+                | Node::SchemasDir
+                | Node::FragmentsDir
+                | Node::Fragment(_)
+                | Node::Field(..)
         )
     }
 }
@@ -118,7 +122,12 @@ impl View {
                 .schemas
                 .iter()
                 .enumerate()
-                .map(|(i, s)| e(&format!("{}.json", names::encode(&s.name)), Node::SchemaFile(i)))
+                .map(|(i, s)| {
+                    e(
+                        &format!("{}.json", names::encode(&s.name)),
+                        Node::SchemaFile(i),
+                    )
+                })
                 .collect(),
             Node::FragmentsDir => self
                 .array
@@ -129,7 +138,10 @@ impl View {
                 .collect(),
             Node::Fragment(f) => {
                 let meta = self.meta(f)?;
-                let mut out = vec![e("footer.json", Node::FooterJson(f)), e("tiles.json", Node::TilesJson(f))];
+                let mut out = vec![
+                    e("footer.json", Node::FooterJson(f)),
+                    e("tiles.json", Node::TilesJson(f)),
+                ];
                 for (i, field) in meta.fields.iter().enumerate() {
                     if field.stored {
                         out.push(e(&names::encode(&field.name), Node::Field(f, i)));
@@ -179,7 +191,12 @@ impl View {
         }
     }
 
-    fn with_field<T>(&self, f: usize, i: usize, run: impl FnOnce(&FieldReader) -> Result<T>) -> Result<T> {
+    fn with_field<T>(
+        &self,
+        f: usize,
+        i: usize,
+        run: impl FnOnce(&FieldReader) -> Result<T>,
+    ) -> Result<T> {
         let meta = self.meta(f)?;
         let field = meta
             .fields
@@ -197,7 +214,12 @@ impl View {
 
     /// JSON files are rendered once and kept (they are small and immutable).
     fn rendered(&self, node: Node) -> Result<Arc<Vec<u8>>> {
-        if let Some(b) = self.rendered.lock().unwrap_or_else(|e| e.into_inner()).get(&node) {
+        if let Some(b) = self
+            .rendered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&node)
+        {
             return Ok(b.clone());
         }
         let value = match node {

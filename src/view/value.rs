@@ -39,7 +39,10 @@ pub fn element(bytes: &[u8], t: Datatype) -> Value {
 
 /// A whole cell or range bound: strings as text, several elements as a list.
 pub fn cell(bytes: &[u8], t: Datatype) -> Value {
-    if matches!(t, Datatype::StringAscii | Datatype::StringUtf8 | Datatype::Char) {
+    if matches!(
+        t,
+        Datatype::StringAscii | Datatype::StringUtf8 | Datatype::Char
+    ) {
         return match std::str::from_utf8(bytes) {
             Ok(s) => json!(s),
             Err(_) => json!(bytes),
@@ -57,7 +60,10 @@ pub fn sum(bytes: &[u8; 8], t: Datatype) -> Value {
     match t.element_kind() {
         ElementKind::F32 | ElementKind::F64 => element(bytes, Datatype::Float64),
         ElementKind::U8 | ElementKind::U16 | ElementKind::U32 | ElementKind::U64
-            if !matches!(t, Datatype::Blob | Datatype::Bool | Datatype::GeomWkb | Datatype::GeomWkt) =>
+            if !matches!(
+                t,
+                Datatype::Blob | Datatype::Bool | Datatype::GeomWkb | Datatype::GeomWkt
+            ) =>
         {
             element(bytes, Datatype::UInt64)
         }

@@ -58,7 +58,11 @@ pub fn read_all(view: &View, node: Node) -> fragfs::Result<Vec<u8>> {
         }
         out.extend(part);
     }
-    assert_eq!(out.len() as u64, size, "read_at served fewer bytes than size()");
+    assert_eq!(
+        out.len() as u64,
+        size,
+        "read_at served fewer bytes than size()"
+    );
     Ok(out)
 }
 
@@ -105,20 +109,20 @@ fn cell_bytes(v: &Value, datatype: &str) -> Result<Vec<u8>, String> {
 
 fn same_float_bits(a: &[u8], b: &[u8], datatype: &str) -> bool {
     match datatype {
-        "FLOAT32" => a
-            .chunks(4)
-            .zip(b.chunks(4))
-            .all(|(x, y)| {
-                let (x, y) = (f32::from_le_bytes(x.try_into().unwrap()), f32::from_le_bytes(y.try_into().unwrap()));
-                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
-            }),
-        "FLOAT64" => a
-            .chunks(8)
-            .zip(b.chunks(8))
-            .all(|(x, y)| {
-                let (x, y) = (f64::from_le_bytes(x.try_into().unwrap()), f64::from_le_bytes(y.try_into().unwrap()));
-                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
-            }),
+        "FLOAT32" => a.chunks(4).zip(b.chunks(4)).all(|(x, y)| {
+            let (x, y) = (
+                f32::from_le_bytes(x.try_into().unwrap()),
+                f32::from_le_bytes(y.try_into().unwrap()),
+            );
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
+        "FLOAT64" => a.chunks(8).zip(b.chunks(8)).all(|(x, y)| {
+            let (x, y) = (
+                f64::from_le_bytes(x.try_into().unwrap()),
+                f64::from_le_bytes(y.try_into().unwrap()),
+            );
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
         _ => a == b,
     }
 }
@@ -129,10 +133,18 @@ pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
     let view = open_view(array, expected).map_err(|e| format!("open: {e}"))?;
     let empty_var: Vec<u8> = expected["empty_var_cell_stored_bytes"]
         .as_array()
-        .map(|a| a.iter().filter_map(|b| b.as_u64()).map(|b| b as u8).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|b| b.as_u64())
+                .map(|b| b as u8)
+                .collect()
+        })
         .unwrap_or_default();
     let frags = view.list(Node::FragmentsDir).map_err(|e| e.to_string())?;
-    let expected_frags = expected["fragments"].as_array().cloned().unwrap_or_default();
+    let expected_frags = expected["fragments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     if frags.len() != expected_frags.len() {
         return Err(format!(
             "{} live fragments shown, {} expected ({:?})",
@@ -183,7 +195,9 @@ fn check_field(view: &View, fdir: Node, field: &Value, empty_var: &[u8]) -> Resu
             .collect();
         let got: Vec<u8> = validity.iter().map(|&b| (b != 0) as u8).collect();
         if got != expected {
-            return Err(format!("validity.bin differs: got {got:?}, expected {expected:?}"));
+            return Err(format!(
+                "validity.bin differs: got {got:?}, expected {expected:?}"
+            ));
         }
     }
     if field["cell_val_num"] == Value::String("var".into()) {
@@ -199,17 +213,24 @@ fn check_field(view: &View, fdir: Node, field: &Value, empty_var: &[u8]) -> Resu
             .map(|v| v.as_u64().unwrap_or(0))
             .collect();
         if offsets != expected_offsets {
-            return Err(format!("offsets.bin differs: got {offsets:?}, expected {expected_offsets:?}"));
+            return Err(format!(
+                "offsets.bin differs: got {offsets:?}, expected {expected_offsets:?}"
+            ));
         }
         if let Some(total) = field["var_bytes"].as_u64() {
             if data.len() as u64 != total {
-                return Err(format!("values.bin has {} bytes, expected {total}", data.len()));
+                return Err(format!(
+                    "values.bin has {} bytes, expected {total}",
+                    data.len()
+                ));
             }
         }
         for (i, v) in values.iter().enumerate() {
             let start = offsets[i] as usize;
             let end = offsets.get(i + 1).map_or(data.len(), |&o| o as usize);
-            let got = data.get(start..end).ok_or(format!("cell {i}: offsets out of range"))?;
+            let got = data
+                .get(start..end)
+                .ok_or(format!("cell {i}: offsets out of range"))?;
             if v.is_null() {
                 continue;
             }
@@ -219,9 +240,12 @@ fn check_field(view: &View, fdir: Node, field: &Value, empty_var: &[u8]) -> Resu
             }
         }
     } else {
-        let cell_size = if cells == 0 { 0 } else { data.len() / cells };
-        if cells > 0 && data.len() % cells != 0 {
-            return Err(format!("values.bin has {} bytes for {cells} cells", data.len()));
+        let cell_size = data.len().checked_div(cells).unwrap_or(0);
+        if cells > 0 && !data.len().is_multiple_of(cells) {
+            return Err(format!(
+                "values.bin has {} bytes for {cells} cells",
+                data.len()
+            ));
         }
         for (i, v) in values.iter().enumerate() {
             if v.is_null() {
@@ -246,10 +270,15 @@ pub fn walk_tree(view: &View) -> Result<usize, String> {
             if e.node.is_dir() {
                 stack.push(e.node);
             } else {
-                let size = view.size(e.node).map_err(|err| format!("{}: {err}", e.name))?;
+                let size = view
+                    .size(e.node)
+                    .map_err(|err| format!("{}: {err}", e.name))?;
                 if e.name.ends_with(".json") {
-                    let bytes = view.read_at(e.node, 0, size).map_err(|err| format!("{}: {err}", e.name))?;
-                    serde_json::from_slice::<Value>(&bytes).map_err(|err| format!("{}: {err}", e.name))?;
+                    let bytes = view
+                        .read_at(e.node, 0, size)
+                        .map_err(|err| format!("{}: {err}", e.name))?;
+                    serde_json::from_slice::<Value>(&bytes)
+                        .map_err(|err| format!("{}: {err}", e.name))?;
                 }
                 files += 1;
             }
