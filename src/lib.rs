@@ -5,11 +5,14 @@
 //! the CLI.
 
 pub mod array;
+pub mod daemon;
 pub mod error;
 pub mod filter;
 pub mod format;
+pub mod fuse;
 pub mod info;
 pub mod listing;
+pub mod mount;
 pub mod view;
 
 pub use error::{Error, Result};

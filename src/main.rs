@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
+use fragfs::fuse::MountConfig;
+use fragfs::mount::{MountRequest, Unmounted};
 use fragfs::view::{Node, View, DEFAULT_CACHE_SIZE};
 use fragfs::{info, Result};
 
@@ -19,7 +21,24 @@ fn main() -> ExitCode {
         2 => "debug",
         _ => "trace",
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
+    let mut logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level));
+    if let Some(path) = &cli.log_file {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => {
+                logger.target(env_logger::Target::Pipe(Box::new(file)));
+            }
+            Err(e) => {
+                eprintln!("fragfs: log file {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    logger.init();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -56,15 +75,62 @@ fn run(command: Command) -> Result<()> {
             if node.is_dir() {
                 return Err(fragfs::Error::IsDirectory(path));
             }
-            copy_file(&view, node, &mut out).map_err(|e| match e {
-                fragfs::Error::Io { .. } => e,
-                e => e,
-            })?;
+            copy_file(&view, node, &mut out)?;
         }
         Command::Info { array } => {
             let view = open(&array)?;
             out.write_all(info::render(&view.array).as_bytes())
                 .map_err(io)?;
+        }
+        Command::Mount {
+            array,
+            mountpoint,
+            foreground,
+            options,
+            threads,
+            cache_size,
+        } => {
+            let key = array.encryption_key.as_deref().map(parse_key).transpose()?;
+            let threads = threads
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(2);
+            let mut fuse = MountConfig {
+                allow_other: false,
+                allow_root: false,
+                auto_unmount: false,
+                threads,
+            };
+            for option in options.iter().map(|o| o.trim()) {
+                match option {
+                    "allow_other" => fuse.allow_other = true,
+                    "allow_root" => fuse.allow_root = true,
+                    "auto_unmount" => fuse.auto_unmount = true,
+                    "ro" | "" => {}
+                    other => {
+                        return Err(fragfs::Error::InvalidArgument(format!(
+                            "unknown mount option {other:?} (known: allow_other, allow_root, \
+                             auto_unmount, ro)"
+                        )))
+                    }
+                }
+            }
+            fragfs::mount::run(MountRequest {
+                array: array.array,
+                mountpoint,
+                options: OpenOptions { key },
+                cache_size,
+                foreground,
+                fuse,
+            })?;
+        }
+        Command::Umount { mountpoint } => {
+            if fragfs::mount::unmount(&mountpoint)? == Unmounted::Lazily {
+                eprintln!(
+                    "fragfs: {} is busy (files are open): detached now, it goes away when \
+                     the last one is closed",
+                    mountpoint.display()
+                );
+            }
         }
     }
     out.flush().map_err(io)

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
@@ -11,49 +11,11 @@ use fragfs::array::generic_tile::decode_generic_tile;
 use fragfs::array::OpenOptions;
 use fragfs::view::{Node, View};
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
-/// A private copy of fixture `name`, and the folder of its first fragment.
-fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let array = tmp.path().join(name);
-    copy_dir(&fixtures().join(name), &array);
-    let expected: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(fixtures().join(format!("{name}.expected.json"))).unwrap(),
-    )
-    .unwrap();
-    let frag = array.join(expected["fragments"][0]["fragment_dir"].as_str().unwrap());
-    (tmp, array, frag)
-}
-
 fn read_field(array: &Path, frag: &Path, field: &str, file: &str) -> fragfs::Result<Vec<u8>> {
     let view = View::open(array, OpenOptions::default(), 1 << 20)?;
     let name = frag.file_name().unwrap().to_str().unwrap();
     let node = view.resolve(&format!("fragments/{name}/{field}/{file}"))?;
     read_all(&view, node)
-}
-
-fn assert_names(err: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(err.contains(p), "error {err:?} does not mention {p:?}");
-    }
-}
-
-/// Offset of the data of the first chunk of the first tile of a data file.
-fn first_chunk_data(bytes: &[u8]) -> usize {
-    let md_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-    20 + md_len
 }
 
 #[test]

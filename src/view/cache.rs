@@ -1,10 +1,14 @@
 //! A least-recently-used cache of decoded chunks (and the small chunk indexes that locate
 //! them), bounded in bytes. It is what keeps memory under `--cache-size` whatever the
 //! array size.
+//!
+//! Loads are de-duplicated: when several threads (FUSE workers, read-ahead) want the same
+//! missing chunk, one decodes it and the others wait for its result, so read-ahead never
+//! makes a chunk cost twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::Result;
 
@@ -26,9 +30,19 @@ struct Lru<K, V> {
     used: u64,
 }
 
+/// The result of one load, shared by every thread that asked for it meanwhile.
+type LoadSlot<V> = Arc<OnceLock<Result<Arc<V>>>>;
+
 pub struct Cache<K, V> {
     capacity: u64,
     inner: Mutex<Lru<K, V>>,
+    loading: Mutex<HashMap<K, LoadSlot<V>>>,
+}
+
+/// A poisoned lock only means another thread panicked while holding it; the maps stay
+/// consistent enough to go on, and the daemon must keep serving.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
@@ -41,12 +55,12 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
                 tick: 0,
                 used: 0,
             }),
+            loading: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<K, V>> {
-        // A panic while holding the lock leaves the LRU consistent enough to go on.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Lru<K, V>> {
+        lock(&self.inner)
     }
 
     pub fn get(&self, key: &K) -> Option<Arc<V>> {
@@ -93,14 +107,29 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         );
     }
 
-    /// Returns the cached value or loads, caches and returns it.
+    /// Returns the cached value, or loads, caches and returns it. Concurrent callers for
+    /// the same key wait for one load. Errors are not cached: the next call tries again.
     pub fn get_or_load(&self, key: K, load: impl FnOnce() -> Result<V>) -> Result<Arc<V>> {
         if let Some(v) = self.get(&key) {
             return Ok(v);
         }
-        let value = Arc::new(load()?);
-        self.insert(key, value.clone());
-        Ok(value)
+        let slot = lock(&self.loading).entry(key.clone()).or_default().clone();
+        let result = slot
+            .get_or_init(|| {
+                // Another thread may have finished this load between our miss and now.
+                if let Some(v) = self.get(&key) {
+                    return Ok(v);
+                }
+                let value = Arc::new(load()?);
+                self.insert(key.clone(), value.clone());
+                Ok(value)
+            })
+            .clone();
+        let mut loading = lock(&self.loading);
+        if loading.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            loading.remove(&key);
+        }
+        result
     }
 
     /// Bytes held now.
@@ -131,5 +160,39 @@ mod tests {
         assert!(c.used() <= 10);
         c.insert(4, Arc::new(vec![0; 11]));
         assert!(c.get(&4).is_none(), "larger than the whole cache: not kept");
+    }
+
+    #[test]
+    fn concurrent_loads_of_one_key_run_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let c: Cache<u32, Vec<u8>> = Cache::new(1 << 20);
+        let loads = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let v = c
+                        .get_or_load(7, || {
+                            loads.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            Ok(vec![1, 2, 3])
+                        })
+                        .unwrap();
+                    assert_eq!(*v, [1, 2, 3]);
+                });
+            }
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        assert!(
+            c.loading.lock().unwrap().is_empty(),
+            "finished loads are forgotten"
+        );
+    }
+
+    #[test]
+    fn failed_loads_are_not_cached() {
+        let c: Cache<u32, Vec<u8>> = Cache::new(100);
+        let err = crate::Error::corrupt("x", "bad");
+        assert!(c.get_or_load(1, || Err(err.clone())).is_err());
+        assert_eq!(*c.get_or_load(1, || Ok(vec![9])).unwrap(), [9]);
     }
 }

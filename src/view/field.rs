@@ -2,6 +2,7 @@
 //! lazily: a byte range is mapped to the tiles it overlaps, each tile to the chunks it
 //! needs, and only those chunks are un-filtered (through the shared cache).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::array::field::Field;
@@ -11,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::filter::StringChunk;
 
 use super::cache::{Cache, Weigh};
+use super::Node;
 
 /// The raw virtual files of a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,15 +32,18 @@ impl RawFile {
     }
 }
 
-/// Identifies one cached item: a chunk index of a tile, a decoded chunk, or a string-mode
-/// tile.
+/// Identifies one cached item: a chunk index of a tile, a decoded chunk, a string-mode
+/// tile, or a rendered JSON file (small, but 100,000 fragments of them are not).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
-    pub fragment: usize,
-    pub slot: usize,
-    pub role: FileRole,
-    pub tile: u64,
-    pub item: Item,
+pub enum CacheKey {
+    Tile {
+        fragment: usize,
+        slot: usize,
+        role: FileRole,
+        tile: u64,
+        item: Item,
+    },
+    Rendered(Node),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +79,8 @@ pub struct FieldReader<'a> {
     pub meta: &'a FragmentMeta,
     pub field: &'a Field,
     pub cache: &'a ChunkCache,
+    /// Counts chunks un-filtered, so tests can prove what did not decode anything.
+    pub decoded: &'a AtomicU64,
 }
 
 impl FieldReader<'_> {
@@ -259,7 +266,7 @@ impl FieldReader<'_> {
     }
 
     fn key(&self, role: FileRole, tile: u64, item: Item) -> CacheKey {
-        CacheKey {
+        CacheKey::Tile {
             fragment: self.fragment,
             slot: self.field.slot,
             role,
@@ -294,6 +301,7 @@ impl FieldReader<'_> {
                     let f = file
                         .as_ref()
                         .ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
+                    self.decoded.fetch_add(1, Ordering::Relaxed);
                     tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
                 })?;
             let Cached::Bytes(bytes) = &*decoded else {
@@ -352,6 +360,7 @@ impl FieldReader<'_> {
                     offsets: Vec::new(),
                 };
                 for (i, chunk) in var_index.chunks.iter().enumerate() {
+                    self.decoded.fetch_add(1, Ordering::Relaxed);
                     let part = var_tf.decode_string_chunk(&file, k, i, chunk)?;
                     let base = all.bytes.len() as u64;
                     all.offsets.extend(part.offsets.iter().map(|o| o + base));

@@ -3,20 +3,23 @@
 
 pub mod cache;
 pub mod field;
+pub mod inode;
 pub mod json;
 pub mod names;
+pub mod prefetch;
 pub mod value;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use crate::array::fragment::FragmentMeta;
+use crate::array::fragment::{Fragment, FragmentMeta};
 use crate::array::{Array, OpenOptions};
 use crate::error::{Error, Result};
 
 pub use field::RawFile;
-use field::{ChunkCache, FieldReader};
+use field::{CacheKey, Cached, ChunkCache, FieldReader};
 
 /// Default bound of the decoded-chunk cache.
 pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
@@ -59,10 +62,35 @@ pub struct Entry {
     pub node: Node,
 }
 
+/// What a folder or file is, as `stat` needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+}
+
+/// A node's attributes, from metadata alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub kind: Kind,
+    /// Exact byte size of a file; 0 for folders.
+    pub size: u64,
+    /// Sub-folders + 2 for folders whose sub-folders are known without reading fragment
+    /// metadata; 1 ("not counted", as btrfs reports) for fragment folders, so listing
+    /// 100,000 fragments parses none of them. Files: 1.
+    pub nlink: u32,
+    /// Milliseconds since the epoch: a fragment's nodes carry its end timestamp.
+    pub mtime_ms: Option<u64>,
+}
+
 pub struct View {
     pub array: Array,
+    /// Decoded chunks, chunk indexes and rendered JSON, bounded in bytes.
     cache: ChunkCache,
-    rendered: Mutex<HashMap<Node, Arc<Vec<u8>>>>,
+    decoded: AtomicU64,
+    /// Shown name -> fragment index, built on the first lookup in `fragments/`: a linear
+    /// search there would make `stat` of every fragment quadratic.
+    fragment_names: OnceLock<HashMap<String, usize>>,
 }
 
 impl View {
@@ -70,17 +98,84 @@ impl View {
         Ok(View {
             array: Array::open(path, options)?,
             cache: ChunkCache::new(cache_size),
-            rendered: Mutex::new(HashMap::new()),
+            decoded: AtomicU64::new(0),
+            fragment_names: OnceLock::new(),
         })
     }
 
-    fn meta(&self, fragment: usize) -> Result<Arc<FragmentMeta>> {
-        let f = self
-            .array
+    /// Chunks un-filtered since the view was opened.
+    pub fn chunks_decoded(&self) -> u64 {
+        self.decoded.load(Ordering::Relaxed)
+    }
+
+    /// Attributes of a node. Sizes come from metadata; no tile is decoded.
+    pub fn stat(&self, node: Node) -> Result<Stat> {
+        self.check_exists(node)?;
+        let fragment_time = |f: usize| self.array.fragments.get(f).map(|f| f.timestamps.t2);
+        let (kind, size, nlink) = match node {
+            Node::Root => (Kind::Dir, 0, 4),
+            Node::SchemasDir => (Kind::Dir, 0, 2),
+            Node::FragmentsDir => (
+                Kind::Dir,
+                0,
+                u32::try_from(self.array.fragments.len())
+                    .unwrap_or(u32::MAX - 2)
+                    .saturating_add(2),
+            ),
+            Node::Fragment(_) => (Kind::Dir, 0, 1),
+            Node::Field(..) => (Kind::Dir, 0, 2),
+            file => (Kind::File, self.size(file)?, 1),
+        };
+        let mtime_ms = match node {
+            Node::Fragment(f)
+            | Node::FooterJson(f)
+            | Node::TilesJson(f)
+            | Node::Field(f, _)
+            | Node::Raw(f, ..) => fragment_time(f),
+            _ => None,
+        };
+        Ok(Stat {
+            kind,
+            size,
+            nlink,
+            mtime_ms,
+        })
+    }
+
+    fn fragment(&self, fragment: usize) -> Result<&Fragment> {
+        self.array
             .fragments
             .get(fragment)
-            .ok_or_else(|| Error::NotFound(format!("fragment #{fragment}")))?;
-        f.meta(&self.array.schemas)
+            .map(|f| &**f)
+            .ok_or_else(|| Error::NotFound(format!("fragment #{fragment}")))
+    }
+
+    fn meta(&self, fragment: usize) -> Result<Arc<FragmentMeta>> {
+        self.fragment(fragment)?.meta(&self.array.schemas)
+    }
+
+    /// The field `i` of fragment `f`, if the tree shows it.
+    fn field(&self, f: usize, i: usize) -> Result<(Arc<FragmentMeta>, usize)> {
+        let meta = self.meta(f)?;
+        match meta.fields.get(i) {
+            Some(field) if field.stored => Ok((meta, i)),
+            _ => Err(Error::NotFound(format!("field #{i} of fragment #{f}"))),
+        }
+    }
+
+    /// Fails with `NotFound` unless the node is in the tree (inode numbers can name
+    /// fragments or fields that do not exist).
+    fn check_exists(&self, node: Node) -> Result<()> {
+        match node {
+            Node::SchemaFile(i) if i >= self.array.schemas.len() => {
+                Err(Error::NotFound(format!("schema #{i}")))
+            }
+            Node::Fragment(f) | Node::FooterJson(f) | Node::TilesJson(f) => {
+                self.fragment(f).map(|_| ())
+            }
+            Node::Field(f, i) | Node::Raw(f, i, _) => self.field(f, i).map(|_| ()),
+            _ => Ok(()),
+        }
     }
 
     /// Resolves a `/`-separated path (leading `/` optional) to a node.
@@ -97,11 +192,33 @@ impl View {
         if !parent.is_dir() {
             return Err(Error::NotDirectory(name.to_string()));
         }
+        if parent == Node::FragmentsDir {
+            let names = self.fragment_names.get_or_init(|| {
+                let shown = self.array.fragments.iter().map(|f| names::encode(&f.name));
+                shown.enumerate().map(|(i, n)| (n, i)).collect()
+            });
+            return names
+                .get(name)
+                .map(|&i| Node::Fragment(i))
+                .ok_or_else(|| Error::NotFound(name.to_string()));
+        }
         self.list(parent)?
             .into_iter()
             .find(|e| e.name == name)
             .map(|e| e.node)
             .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    /// The folder holding `node` (the root is its own parent).
+    pub fn parent(&self, node: Node) -> Node {
+        match node {
+            Node::Root | Node::ArrayJson | Node::SchemaJson | Node::SchemasDir => Node::Root,
+            Node::FragmentsDir => Node::Root,
+            Node::SchemaFile(_) => Node::SchemasDir,
+            Node::Fragment(_) => Node::FragmentsDir,
+            Node::FooterJson(f) | Node::TilesJson(f) | Node::Field(f, _) => Node::Fragment(f),
+            Node::Raw(f, i, _) => Node::Field(f, i),
+        }
     }
 
     /// The entries of a folder, in display order.
@@ -173,7 +290,7 @@ impl View {
         Ok(match node {
             n if n.is_dir() => 0,
             Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.size(raw))?,
-            other => self.rendered(other)?.len() as u64,
+            other => rendered_bytes(&*self.rendered(other)?)?.len() as u64,
         })
     }
 
@@ -183,7 +300,8 @@ impl View {
             n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
             Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.read(raw, offset, len)),
             other => {
-                let bytes = self.rendered(other)?;
+                let rendered = self.rendered(other)?;
+                let bytes = rendered_bytes(&rendered)?;
                 let start = offset.min(bytes.len() as u64) as usize;
                 let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
                 Ok(bytes[start..end].to_vec())
@@ -197,31 +315,26 @@ impl View {
         i: usize,
         run: impl FnOnce(&FieldReader) -> Result<T>,
     ) -> Result<T> {
-        let meta = self.meta(f)?;
-        let field = meta
-            .fields
-            .get(i)
-            .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
+        let (meta, i) = self.field(f, i)?;
+        let field = &meta.fields[i];
         let reader = FieldReader {
             fragment: f,
-            dir: &self.array.fragments[f].dir,
+            dir: &self.fragment(f)?.dir,
             meta: &meta,
             field,
             cache: &self.cache,
+            decoded: &self.decoded,
         };
         run(&reader)
     }
 
-    /// JSON files are rendered once and kept (they are small and immutable).
-    fn rendered(&self, node: Node) -> Result<Arc<Vec<u8>>> {
-        if let Some(b) = self
-            .rendered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&node)
-        {
-            return Ok(b.clone());
-        }
+    /// JSON files are rendered on first use and kept in the bounded cache.
+    fn rendered(&self, node: Node) -> Result<Arc<Cached>> {
+        self.cache
+            .get_or_load(CacheKey::Rendered(node), || self.render(node))
+    }
+
+    fn render(&self, node: Node) -> Result<Cached> {
         let value = match node {
             Node::ArrayJson => json::array(&self.array),
             Node::SchemaJson => {
@@ -236,20 +349,25 @@ impl View {
                     .ok_or_else(|| Error::NotFound(format!("schema #{i}")))?;
                 json::schema(&s.name, &s.schema)
             }
-            Node::FooterJson(f) => json::footer(&self.array.fragments[f], &*self.meta(f)?),
-            Node::TilesJson(f) => json::tiles(&self.array.fragments[f], &*self.meta(f)?)?,
+            Node::FooterJson(f) => json::footer(self.fragment(f)?, &*self.meta(f)?),
+            Node::TilesJson(f) => json::tiles(self.fragment(f)?, &*self.meta(f)?)?,
             other => return Err(Error::IsDirectory(format!("{other:?}"))),
         };
-        let bytes = Arc::new(json::to_bytes(&value));
-        self.rendered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(node, bytes.clone());
-        Ok(bytes)
+        Ok(Cached::Bytes(json::to_bytes(&value)))
     }
 
-    /// Path of a node, for messages.
+    /// Bytes the cache holds now (never more than the size it was opened with).
     pub fn cache_used(&self) -> u64 {
         self.cache.used()
+    }
+}
+
+fn rendered_bytes(cached: &Cached) -> Result<&[u8]> {
+    match cached {
+        Cached::Bytes(b) => Ok(b),
+        _ => Err(Error::corrupt(
+            "view",
+            "cache holds the wrong item for a JSON file",
+        )),
     }
 }

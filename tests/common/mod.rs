@@ -127,10 +127,56 @@ fn same_float_bits(a: &[u8], b: &[u8], datatype: &str) -> bool {
     }
 }
 
+/// Where the checks read the tree from: the view itself, or a mounted folder.
+pub trait Tree {
+    /// Names listed in `fragments/`.
+    fn fragments(&self) -> Result<Vec<String>, String>;
+    /// The bytes of the file at a `/`-separated virtual path.
+    fn read(&self, path: &str) -> Result<Vec<u8>, String>;
+}
+
+impl Tree for View {
+    fn fragments(&self) -> Result<Vec<String>, String> {
+        let list = self.list(Node::FragmentsDir).map_err(|e| e.to_string())?;
+        Ok(list.into_iter().map(|e| e.name).collect())
+    }
+
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        let node = self.resolve(path).map_err(|e| e.to_string())?;
+        read_all(self, node).map_err(|e| e.to_string())
+    }
+}
+
+/// A tree served by a FUSE mount, read with plain file I/O.
+pub struct Mounted(pub PathBuf);
+
+impl Tree for Mounted {
+    fn fragments(&self) -> Result<Vec<String>, String> {
+        let dir = self.0.join("fragments");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        names.sort();
+        Ok(names)
+    }
+
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        let p = self.0.join(path);
+        std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))
+    }
+}
+
 /// Checks every stored field of every expected fragment. Returns the number of fields
 /// checked, or the first mismatch.
 pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
     let view = open_view(array, expected).map_err(|e| format!("open: {e}"))?;
+    check_tree(&view, expected)
+}
+
+/// [`check_array`] against any [`Tree`].
+pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
     let empty_var: Vec<u8> = expected["empty_var_cell_stored_bytes"]
         .as_array()
         .map(|a| {
@@ -140,46 +186,43 @@ pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
                 .collect()
         })
         .unwrap_or_default();
-    let frags = view.list(Node::FragmentsDir).map_err(|e| e.to_string())?;
+    let frags = tree.fragments()?;
     let expected_frags = expected["fragments"]
         .as_array()
         .cloned()
         .unwrap_or_default();
     if frags.len() != expected_frags.len() {
         return Err(format!(
-            "{} live fragments shown, {} expected ({:?})",
+            "{} live fragments shown, {} expected ({frags:?})",
             frags.len(),
             expected_frags.len(),
-            frags.iter().map(|f| &f.name).collect::<Vec<_>>()
         ));
     }
     let mut checked = 0;
     for ef in &expected_frags {
         let dir = ef["fragment_dir"].as_str().unwrap_or_default();
         let name = dir.rsplit('/').next().unwrap_or(dir);
-        let fnode = view
-            .lookup(Node::FragmentsDir, name)
-            .map_err(|e| format!("fragment {name}: {e}"))?;
+        if !frags.iter().any(|f| f == name) {
+            return Err(format!("fragment {name} is not listed ({frags:?})"));
+        }
         for field in ef["fields"].as_array().into_iter().flatten() {
             if field["stored"] == Value::Bool(false) {
                 continue;
             }
             let fname = field["name"].as_str().unwrap_or_default();
             let ctx = format!("{name}/{fname}");
-            let fdir = view
-                .lookup(fnode, &fragfs::view::names::encode(fname))
-                .map_err(|e| format!("{ctx}: {e}"))?;
-            check_field(&view, fdir, field, &empty_var).map_err(|e| format!("{ctx}: {e}"))?;
+            let fdir = format!("fragments/{name}/{}", fragfs::view::names::encode(fname));
+            check_field(tree, &fdir, field, &empty_var).map_err(|e| format!("{ctx}: {e}"))?;
             checked += 1;
         }
     }
     Ok(checked)
 }
 
-fn check_field(view: &View, fdir: Node, field: &Value, empty_var: &[u8]) -> Result<(), String> {
+fn check_field(tree: &dyn Tree, fdir: &str, field: &Value, empty_var: &[u8]) -> Result<(), String> {
     let file = |name: &str| -> Result<Vec<u8>, String> {
-        let node = view.lookup(fdir, name).map_err(|e| e.to_string())?;
-        read_all(view, node).map_err(|e| format!("{name}: {e}"))
+        tree.read(&format!("{fdir}/{name}"))
+            .map_err(|e| format!("{name}: {e}"))
     };
     let datatype = field["datatype"].as_str().unwrap_or_default();
     let values = field["values"].as_array().cloned().unwrap_or_default();
@@ -285,4 +328,42 @@ pub fn walk_tree(view: &View) -> Result<usize, String> {
         }
     }
     Ok(files)
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A private copy of fixture `name`, and the folder of its first fragment.
+pub fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join(name);
+    copy_dir(&fixtures().join(name), &array);
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fixtures().join(format!("{name}.expected.json"))).unwrap(),
+    )
+    .unwrap();
+    let frag = array.join(expected["fragments"][0]["fragment_dir"].as_str().unwrap());
+    (tmp, array, frag)
+}
+
+pub fn assert_names(err: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(err.contains(p), "error {err:?} does not mention {p:?}");
+    }
+}
+
+/// Offset of the data of the first chunk of the first tile of a data file.
+pub fn first_chunk_data(bytes: &[u8]) -> usize {
+    let md_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+    20 + md_len
 }

@@ -1,0 +1,217 @@
+//! `fragfs mount` and `fragfs umount`: check what can be checked before mounting (so
+//! each failure is one clear line), daemonize, mount, serve until unmounted or signalled.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::array::OpenOptions;
+use crate::daemon::{self, Reporter, Signals};
+use crate::error::{Error, Result};
+use crate::fuse::{self, MountConfig};
+use crate::view::View;
+
+/// Everything `fragfs mount` was asked to do.
+#[derive(Debug, Clone)]
+pub struct MountRequest {
+    pub array: PathBuf,
+    pub mountpoint: PathBuf,
+    pub options: OpenOptions,
+    pub cache_size: u64,
+    pub foreground: bool,
+    pub fuse: MountConfig,
+}
+
+/// Mounts and serves until unmounted (by `fragfs umount`, `umount`, or a signal).
+/// Without `foreground`, returns in the calling process only on errors found before
+/// forking; the forked parent exits once the mount is live or has failed.
+pub fn run(request: MountRequest) -> Result<()> {
+    check_mountpoint(&request.mountpoint)?;
+    if !Path::new("/dev/fuse").exists() {
+        return Err(Error::InvalidArgument(
+            "no /dev/fuse: FUSE is not available here (load the fuse module; in a container, \
+             pass the /dev/fuse device)"
+                .into(),
+        ));
+    }
+    if request.fuse.auto_unmount && !request.fuse.allow_other && !request.fuse.allow_root {
+        return Err(Error::InvalidArgument(
+            "-o auto_unmount needs -o allow_root or -o allow_other (FUSE implements it in \
+             fusermount3)"
+                .into(),
+        ));
+    }
+    // Opened before forking, so a bad array is reported by the command itself; the view
+    // starts no thread, which keeps the fork below sound.
+    let view = View::open(&request.array, request.options.clone(), request.cache_size)?;
+    let reporter = if request.foreground {
+        None
+    } else {
+        Some(daemon::daemonize().map_err(|e| Error::io(Path::new("fork"), e))?)
+    };
+    serve(view, &request, reporter)
+}
+
+/// In the daemon (or the foreground process): mount, report, serve, and stop on a signal.
+fn serve(view: View, request: &MountRequest, reporter: Option<Reporter>) -> Result<()> {
+    let fail = |reporter: Option<Reporter>, e: Error| {
+        if let Some(r) = reporter {
+            r.failed(&e.to_string());
+        }
+        Err(e)
+    };
+    // Before any thread exists, so all of them inherit the blocked mask and only the
+    // waiting thread below ever sees these signals.
+    let signals = match Signals::block() {
+        Ok(s) => s,
+        Err(e) => return fail(reporter, Error::io(Path::new("signals"), e)),
+    };
+    let mnt = &request.mountpoint;
+    let mut session = match fuse::mount(Arc::new(view), mnt, &request.fuse) {
+        Ok(s) => s,
+        Err(e) => return fail(reporter, mount_error(mnt, e)),
+    };
+    log::info!(
+        "mounted {} on {} ({} threads, cache {} bytes)",
+        request.array.display(),
+        mnt.display(),
+        request.fuse.threads,
+        request.cache_size
+    );
+    if let Some(r) = reporter {
+        r.mounted();
+        // The parent has exited; keep no terminal. Logs go to --log-file.
+        let _ = daemon::detach_stdio();
+    }
+    let mut unmounter = session.unmount_callable();
+    let shown = mnt.display().to_string();
+    std::thread::Builder::new()
+        .name("fragfs-signals".into())
+        .spawn(move || {
+            if let Ok(sig) = signals.wait() {
+                log::info!("signal {sig}: unmounting {shown}");
+                if let Err(e) = unmounter.unmount() {
+                    log::error!("unmounting {shown}: {e}");
+                }
+            }
+        })
+        .map_err(|e| Error::io(Path::new("signal thread"), e))?;
+    session.run().map_err(|e| Error::io(mnt, e))?;
+    log::info!("unmounted {}", mnt.display());
+    Ok(())
+}
+
+/// The mount point must be an existing folder with nothing mounted on it yet.
+fn check_mountpoint(mnt: &Path) -> Result<()> {
+    let shown = mnt.display();
+    let meta = std::fs::metadata(mnt).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => {
+            Error::InvalidArgument(format!("mount point {shown}: no such folder"))
+        }
+        io::ErrorKind::NotConnected => Error::InvalidArgument(format!(
+            "mount point {shown} is busy: a FUSE mount there has lost its daemon \
+             (fragfs umount {shown})"
+        )),
+        _ => Error::io(mnt, e),
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "mount point {shown}: not a folder"
+        )));
+    }
+    let parent = mnt
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    if let Some(parent) = parent {
+        if std::fs::metadata(&parent).is_ok_and(|p| p.dev() != meta.dev()) {
+            return Err(Error::InvalidArgument(format!(
+                "mount point {shown} is busy: something is already mounted there \
+                 (fragfs umount {shown})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn mount_error(mnt: &Path, e: io::Error) -> Error {
+    let shown = mnt.display();
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => Error::InvalidArgument(format!(
+            "mount {shown}: permission denied ({e}); mounting needs root or fusermount3 \
+             (package fuse3)"
+        )),
+        _ => Error::InvalidArgument(format!("mount {shown}: {e}")),
+    }
+}
+
+/// What `fragfs umount` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unmounted {
+    /// Gone now.
+    Now,
+    /// Files were open: detached from the tree, gone when the last one closes.
+    Lazily,
+}
+
+/// Unmounts `mnt`: at once if possible, lazily (detached) when busy. Without the
+/// privilege to unmount, falls back to `fusermount3 -u`, as for any FUSE mount.
+pub fn unmount(mnt: &Path) -> Result<Unmounted> {
+    let shown = mnt.display();
+    let path = CString::new(mnt.as_os_str().as_bytes())
+        .map_err(|_| Error::InvalidArgument(format!("{shown}: path holds a NUL byte")))?;
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    let umount = |flags| unsafe { libc::umount2(path.as_ptr(), flags) };
+    if umount(0) == 0 {
+        return Ok(Unmounted::Now);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EBUSY) => {
+            if umount(libc::MNT_DETACH) == 0 {
+                Ok(Unmounted::Lazily)
+            } else {
+                Err(Error::io(mnt, io::Error::last_os_error()))
+            }
+        }
+        Some(libc::EPERM) => fusermount_unmount(mnt),
+        Some(libc::EINVAL) => Err(Error::InvalidArgument(format!(
+            "{shown}: not a mount point"
+        ))),
+        Some(libc::ENOENT) => Err(Error::InvalidArgument(format!("{shown}: no such folder"))),
+        _ => Err(Error::io(mnt, err)),
+    }
+}
+
+fn fusermount_unmount(mnt: &Path) -> Result<Unmounted> {
+    for bin in ["fusermount3", "fusermount"] {
+        let run = |lazy: bool| {
+            let mut cmd = std::process::Command::new(bin);
+            cmd.arg("-u").arg("-q");
+            if lazy {
+                cmd.arg("-z");
+            }
+            cmd.arg(mnt).status()
+        };
+        match run(false) {
+            Ok(s) if s.success() => return Ok(Unmounted::Now),
+            Ok(_) => {
+                if run(true).is_ok_and(|s| s.success()) {
+                    return Ok(Unmounted::Lazily);
+                }
+                return Err(Error::InvalidArgument(format!(
+                    "{}: {bin} -u failed (not a mount of yours?)",
+                    mnt.display()
+                )));
+            }
+            Err(_) => continue, // not installed: try the other name
+        }
+    }
+    Err(Error::InvalidArgument(format!(
+        "{}: permission denied, and no fusermount3 to unmount as a user",
+        mnt.display()
+    )))
+}

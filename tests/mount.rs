@@ -1,0 +1,637 @@
+//! Real FUSE mounts: what is read through the mount equals what `fragfs cat` serves and
+//! what TileDB read back; listing decodes nothing; writes are refused; concurrent readers
+//! get exact bytes; bad data is EIO while the daemon keeps serving; signals and
+//! `fragfs umount` unmount.
+//!
+//! Every mount gets its own temporary mount point and is unmounted when its guard drops,
+//! also when an assertion failed. Without /dev/fuse the tests say why and skip, except
+//! under CI=true, where they must run.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use fragfs::fuse::MountConfig;
+use fragfs::view::{Node, View};
+
+/// Whether mounts can run here; prints the reason when not. Under CI they must.
+fn fuse_available(test: &str) -> bool {
+    let reason = if !Path::new("/dev/fuse").exists() {
+        Some("/dev/fuse is missing")
+    } else if unsafe_geteuid() != 0 && which("fusermount3").is_none() {
+        Some("not root and no fusermount3")
+    } else {
+        None
+    };
+    match reason {
+        None => true,
+        Some(r) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: CI=true but FUSE mounts cannot run: {r}")
+        }
+        Some(r) => {
+            println!("SKIP {test}: {r}");
+            false
+        }
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+fn which(bin: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(bin))
+        .find(|p| p.is_file())
+}
+
+fn is_mounted(mnt: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mnt = mnt.canonicalize().unwrap_or_else(|_| mnt.to_path_buf());
+    mounts
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some(mnt.to_str().unwrap_or_default()))
+}
+
+fn force_unmount(mnt: &Path) {
+    if is_mounted(mnt) {
+        let _ = fragfs::mount::unmount(mnt);
+    }
+}
+
+fn config(threads: usize) -> MountConfig {
+    MountConfig {
+        allow_other: false,
+        allow_root: false,
+        auto_unmount: false,
+        threads,
+    }
+}
+
+/// A mount served by threads of this test process, so the test can look at the view.
+struct InProcess {
+    view: Arc<View>,
+    session: Option<fuser::BackgroundSession>,
+    dir: tempfile::TempDir,
+}
+
+impl InProcess {
+    fn new(array: &Path, expected: &serde_json::Value, cache: u64, threads: usize) -> InProcess {
+        let mut view = open_view(array, expected).unwrap();
+        if cache != 64 << 20 {
+            view = View::open(array, view.array.options.clone(), cache).unwrap();
+        }
+        let view = Arc::new(view);
+        let dir = tempfile::tempdir().unwrap();
+        let session = fragfs::fuse::mount(view.clone(), dir.path(), &config(threads))
+            .unwrap_or_else(|e| panic!("mount {}: {e}", array.display()))
+            .spawn()
+            .unwrap();
+        InProcess {
+            view,
+            session: Some(session),
+            dir,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            // Unmounts, then waits for the serving threads.
+            let _ = s.umount_and_join();
+        }
+        force_unmount(self.dir.path());
+    }
+}
+
+/// A `fragfs mount` process (daemon or foreground), unmounted and reaped on drop.
+struct Daemon {
+    mnt: PathBuf,
+    child: Option<Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        force_unmount(&self.mnt);
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn fragfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fragfs"))
+}
+
+/// Every file below `root`, as `/`-separated paths relative to it.
+fn walk(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in std::fs::read_dir(root.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let child = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(child);
+            } else {
+                out.push(child.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The same tree through the view, without FUSE.
+fn view_files(view: &View) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), Node::Root)];
+    while let Some((path, dir)) = stack.pop() {
+        for e in view.list(dir).unwrap() {
+            let child = if path.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{path}/{}", e.name)
+            };
+            if e.node.is_dir() {
+                stack.push((child, e.node));
+            } else {
+                out.push(child);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_fixture_reads_through_the_mount_as_through_cat_and_as_tiledb_wrote_it() {
+    if !fuse_available("fixtures through the mount") {
+        return;
+    }
+    let arrays = expected_files(&fixtures());
+    assert!(arrays.len() >= 5);
+    for (array, expected) in &arrays {
+        let m = InProcess::new(array, expected, 64 << 20, 2);
+        let files = walk(m.path());
+        assert_eq!(
+            files,
+            view_files(&m.view),
+            "{}: trees differ",
+            array.display()
+        );
+        for f in &files {
+            let through_mount = std::fs::read(m.path().join(f)).unwrap();
+            let through_cat = m.view.read(f).unwrap();
+            assert!(
+                through_mount == through_cat,
+                "{}: {f} differs",
+                array.display()
+            );
+        }
+        let fields = check_tree(&Mounted(m.path().to_path_buf()), expected)
+            .unwrap_or_else(|e| panic!("{}: {e}", array.display()));
+        assert!(fields > 0);
+    }
+}
+
+#[test]
+fn shared_corpus_reads_byte_exact_through_the_mount() {
+    let corpus = shared_corpus();
+    if !corpus.is_dir() {
+        println!(
+            "SKIP: {} is absent (the shared corpus lives beside the repo)",
+            corpus.display()
+        );
+        return;
+    }
+    if !fuse_available("shared corpus through the mount") {
+        return;
+    }
+    let mut report: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut fields = 0;
+    for version in 1..=23 {
+        let folder = format!("v{version}");
+        for (array, expected) in expected_files(&corpus.join(&folder)) {
+            // Only what the view itself reads is expected through the mount (older
+            // versions are reported by the conformance test until they are supported).
+            if check_array(&array, &expected).is_err() {
+                continue;
+            }
+            let m = InProcess::new(&array, &expected, 16 << 20, 2);
+            let r = report.entry(folder.clone()).or_default();
+            match check_tree(&Mounted(m.path().to_path_buf()), &expected) {
+                Ok(n) => {
+                    r.0 += 1;
+                    fields += n;
+                }
+                Err(e) => {
+                    r.1 += 1;
+                    failures.push(format!("{}: {e}", array.display()));
+                }
+            }
+        }
+    }
+    for (v, (ok, bad)) in &report {
+        println!("{v}: {ok} arrays byte-exact through the mount, {bad} not");
+    }
+    println!("{fields} fields checked through the mount");
+    let v8_and_up: usize = (8..=22)
+        .map(|v| report.get(&format!("v{v}")).map_or(0, |r| r.0))
+        .sum();
+    assert!(
+        v8_and_up >= 414,
+        "only {v8_and_up} arrays of v8..v22 checked"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn ls_lr_find_and_du_decode_nothing() {
+    if !fuse_available("ls -lR") {
+        return;
+    }
+    let (array, expected) = expected_files(&fixtures())
+        .into_iter()
+        .find(|(a, _)| a.ends_with("sparse_var_nullable"))
+        .unwrap();
+    let m = InProcess::new(&array, &expected, 64 << 20, 2);
+    let ls = Command::new("ls")
+        .arg("-lR")
+        .arg(m.path())
+        .output()
+        .unwrap();
+    assert!(
+        ls.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ls.stderr)
+    );
+    let listing = String::from_utf8_lossy(&ls.stdout);
+    // Exact sizes, straight from metadata.
+    for f in view_files(&m.view) {
+        let node = m.view.resolve(&f).unwrap();
+        let size = m.view.size(node).unwrap();
+        let name = f.rsplit('/').next().unwrap();
+        assert!(
+            listing.lines().any(|l| l.ends_with(&format!(" {name}"))
+                && l.split_whitespace().nth(4) == Some(&size.to_string())),
+            "ls -l shows no {name} of {size} bytes:\n{listing}"
+        );
+    }
+    let find = Command::new("find")
+        .arg(m.path())
+        .arg("-type")
+        .arg("f")
+        .output()
+        .unwrap();
+    assert!(find.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&find.stdout).lines().count(),
+        view_files(&m.view).len()
+    );
+    let du = Command::new("du")
+        .arg("-sb")
+        .arg(m.path())
+        .output()
+        .unwrap();
+    assert!(
+        du.status.success(),
+        "{}",
+        String::from_utf8_lossy(&du.stderr)
+    );
+    let total: u64 = view_files(&m.view)
+        .iter()
+        .map(|f| m.view.size(m.view.resolve(f).unwrap()).unwrap())
+        .sum();
+    let du_bytes: u64 = String::from_utf8_lossy(&du.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(du_bytes, total, "du -b counts exactly the files' sizes");
+    assert_eq!(m.view.chunks_decoded(), 0, "listing decoded a chunk");
+    // Reading one file does decode: the counter is live.
+    let first_bin = view_files(&m.view)
+        .into_iter()
+        .find(|f| f.ends_with("values.bin"))
+        .unwrap();
+    std::fs::read(m.path().join(first_bin)).unwrap();
+    assert!(m.view.chunks_decoded() > 0);
+}
+
+#[test]
+fn every_kind_of_write_is_refused_with_erofs() {
+    if !fuse_available("EROFS") {
+        return;
+    }
+    let (array, expected) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let m = InProcess::new(&array, &expected, 64 << 20, 2);
+    let root = m.path();
+    let file = root.join("array.json");
+    let erofs = |what: &str, r: std::io::Result<()>| {
+        let e = r.expect_err(what);
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{what}: {e}");
+    };
+    erofs(
+        "create",
+        std::fs::File::create(root.join("new")).map(|_| ()),
+    );
+    erofs(
+        "open for writing",
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .map(|_| ()),
+    );
+    erofs(
+        "truncate",
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&file)
+            .map(|_| ()),
+    );
+    erofs("mkdir", std::fs::create_dir(root.join("d")));
+    erofs("unlink", std::fs::remove_file(&file));
+    erofs("rmdir", std::fs::remove_dir(root.join("schemas")));
+    erofs("rename", std::fs::rename(&file, root.join("b.json")));
+    erofs("symlink", std::os::unix::fs::symlink("x", root.join("l")));
+    erofs("link", std::fs::hard_link(&file, root.join("h")));
+    erofs(
+        "chmod",
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o777)),
+    );
+    // Reading still works, and the array folder is untouched by all of it.
+    assert!(!std::fs::read(&file).unwrap().is_empty());
+}
+
+#[test]
+fn sixteen_threads_reading_random_ranges_get_exact_bytes() {
+    if !fuse_available("16 threads") {
+        return;
+    }
+    let (array, expected) = expected_files(&fixtures())
+        .into_iter()
+        .find(|(a, _)| a.ends_with("dense_basic"))
+        .unwrap();
+    // A cache far smaller than the data, so threads evict each other's chunks.
+    let m = InProcess::new(&array, &expected, 48 << 10, 4);
+    let reference = open_view(&array, &expected).unwrap();
+    let files: Vec<(String, Vec<u8>)> = view_files(&reference)
+        .into_iter()
+        .filter(|f| f.ends_with(".bin"))
+        .map(|f| {
+            let bytes = reference.read(&f).unwrap();
+            (f, bytes)
+        })
+        .collect();
+    assert!(files.len() >= 8);
+    std::thread::scope(|s| {
+        for t in 0..16u64 {
+            let files = &files;
+            let root = m.path();
+            s.spawn(move || {
+                let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ t;
+                let mut next = move || {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed
+                };
+                for _ in 0..300 {
+                    let (name, want) = &files[(next() % files.len() as u64) as usize];
+                    let f = std::fs::File::open(root.join(name)).unwrap();
+                    let len = want.len() as u64;
+                    let offset = next() % (len + 1);
+                    let n = (next() % 5000).min(len - offset) as usize;
+                    let mut buf = vec![0u8; n];
+                    f.read_exact_at(&mut buf, offset).unwrap();
+                    assert!(
+                        buf[..] == want[offset as usize..offset as usize + n],
+                        "{name} at {offset}+{n}"
+                    );
+                }
+            });
+        }
+    });
+    assert!(m.view.cache_used() <= 48 << 10);
+}
+
+/// Mounts `array` with the `fragfs` binary as a daemon, logging to a file.
+fn daemon(array: &Path, extra: &[&str]) -> (Daemon, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let log = dir.path().join("fragfs.log");
+    let out = fragfs()
+        .arg("mount")
+        .arg(array)
+        .arg(&mnt)
+        .arg("--log-file")
+        .arg(&log)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fragfs mount failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_mounted(&mnt), "mount returned before the mount was live");
+    (
+        Daemon {
+            mnt,
+            child: None,
+            _dir: dir,
+        },
+        log,
+    )
+}
+
+#[test]
+fn daemon_survives_a_corrupt_tile_and_names_it_in_the_log() {
+    if !fuse_available("corrupt tile") {
+        return;
+    }
+    let (_tmp, array, frag) = copy_fixture("dense_basic");
+    let path = frag.join("a1.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first_chunk_data(&bytes);
+    for b in &mut bytes[at..at + 8] {
+        *b = 0xAA;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let name = frag.file_name().unwrap().to_str().unwrap();
+    let (d, log) = daemon(&array, &[]);
+    let bad = d.mnt.join(format!("fragments/{name}/f64_zstd/values.bin"));
+    let err = std::fs::read(&bad).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    // Everything else is still served, by the same daemon.
+    let good = d.mnt.join(format!("fragments/{name}/i32/values.bin"));
+    assert!(!std::fs::read(&good).unwrap().is_empty());
+    assert!(!std::fs::read(d.mnt.join("array.json")).unwrap().is_empty());
+    assert_eq!(
+        std::fs::read(&bad).unwrap_err().raw_os_error(),
+        Some(libc::EIO),
+        "a second read of the bad file is EIO again"
+    );
+    assert!(is_mounted(&d.mnt));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains("ERROR"))
+        .unwrap_or_else(|| panic!("no error logged:\n{logged}"));
+    assert_names(line, &[name, "a1.tdb", "tile 0", "chunk 0", "ZSTD"]);
+}
+
+#[test]
+fn mount_returns_when_live_and_umount_unmounts() {
+    if !fuse_available("daemon mode") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let (d, _log) = daemon(&array, &["--cache-size", "8M", "--threads", "3"]);
+    // No waiting: the command returned only once the mount was live.
+    let names: Vec<_> = std::fs::read_dir(&d.mnt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.contains(&"fragments".to_string()), "{names:?}");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        mounts
+            .lines()
+            .any(|l| l.starts_with("fragfs ") && l.contains(" ro,")),
+        "the mount shows as fragfs, read-only:\n{mounts}"
+    );
+    // Busy: a file is open, so umount detaches lazily and says so.
+    let mut open = std::fs::File::open(d.mnt.join("array.json")).unwrap();
+    let out = fragfs().arg("umount").arg(&d.mnt).output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("busy"), "{stderr}");
+    assert!(!is_mounted(&d.mnt), "detached from the tree");
+    let mut text = String::new();
+    open.read_to_string(&mut text).unwrap();
+    assert!(text.contains("fragments"), "the open file still reads");
+    drop(open);
+    // Not busy: unmounted at once, silently.
+    let (d2, _log2) = daemon(&array, &[]);
+    let out = fragfs().arg("umount").arg(&d2.mnt).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty());
+    assert!(!is_mounted(&d2.mnt));
+    let out = fragfs().arg("umount").arg(&d2.mnt).output().unwrap();
+    assert!(!out.status.success(), "unmounting twice is an error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a mount point"));
+}
+
+#[test]
+fn sigterm_and_sigint_unmount_cleanly() {
+    if !fuse_available("signals") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let child = fragfs()
+            .arg("mount")
+            .arg("-f")
+            .arg(&array)
+            .arg(&mnt)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut d = Daemon {
+            mnt: mnt.clone(),
+            child: Some(child),
+            _dir: dir,
+        };
+        let start = Instant::now();
+        while !is_mounted(&mnt) {
+            assert!(start.elapsed() < Duration::from_secs(10), "never mounted");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(std::fs::read(mnt.join("schema.json")).is_ok());
+        let child = d.child.as_mut().unwrap();
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "still running");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "signal {signal}: exit {status}");
+        assert!(!is_mounted(&mnt), "signal {signal} left the mount behind");
+    }
+}
+
+#[test]
+fn mount_failures_are_one_clear_line() {
+    if !fuse_available("mount failures") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let not_array = tmp.path().join("empty");
+    std::fs::create_dir(&not_array).unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let (busy, _log) = daemon(&array, &[]);
+    let cases = [
+        (array.clone(), tmp.path().join("nope"), "no such folder"),
+        (array.clone(), file.clone(), "not a folder"),
+        (not_array, mnt.clone(), "not a TileDB array"),
+        (tmp.path().join("missing"), mnt.clone(), "No such file"),
+        (array.clone(), busy.mnt.clone(), "busy"),
+    ];
+    for (source, target, says) in cases {
+        let args = [source, target];
+        let out = fragfs().arg("mount").args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} mounted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("fragfs: ") && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = fragfs()
+        .args(["mount", "-o", "frobnicate"])
+        .arg(&array)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mount option"));
+    assert!(!is_mounted(&mnt));
+}
