@@ -89,6 +89,11 @@ impl Fragment {
             .clone()
     }
 
+    /// Whether the metadata was parsed already (for tests of laziness).
+    pub fn meta_loaded(&self) -> bool {
+        self.meta.get().is_some()
+    }
+
     pub fn metadata_path(&self) -> PathBuf {
         self.dir.join(METADATA_FILE)
     }
