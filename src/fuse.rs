@@ -339,13 +339,23 @@ impl Filesystem for FragFs {
             Err(e) => return reply.error(e),
         };
         for (i, (name, child)) in entries.iter().enumerate().skip(offset as usize) {
-            // An entry whose metadata is unreadable is still listed (its errors come on
-            // use), so one bad fragment never hides the others.
-            let attr = match self.node_attr(*child) {
-                Ok(a) => a,
-                Err(_) => continue,
+            // A text file not sized yet is listed with attributes that expire at once,
+            // so a later `stat` asks (and pays for the counting pass) but `ls` does not.
+            let (attr, ttl) = if self.view.size_is_costly(*child) {
+                let unsized_file = Stat {
+                    kind: Kind::File,
+                    size: 0,
+                    nlink: 1,
+                    mtime_ms: None,
+                };
+                (self.attr(*child, &unsized_file), Duration::ZERO)
+            } else {
+                (self.node_attr(*child), TTL)
             };
-            if reply.add(attr.ino, i as u64 + 1, name, &TTL, &attr, Generation(0)) {
+            // An entry whose metadata is unreadable is skipped here (its errors come on
+            // use), so one bad fragment never hides the others.
+            let Ok(attr) = attr else { continue };
+            if reply.add(attr.ino, i as u64 + 1, name, &ttl, &attr, Generation(0)) {
                 break;
             }
         }

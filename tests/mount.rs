@@ -14,110 +14,11 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::mounting::*;
 use common::*;
-use fragfs::fuse::MountConfig;
 use fragfs::view::{Node, View};
-
-/// Whether mounts can run here; prints the reason when not. Under CI they must.
-fn fuse_available(test: &str) -> bool {
-    let reason = if !Path::new("/dev/fuse").exists() {
-        Some("/dev/fuse is missing")
-    } else if unsafe_geteuid() != 0 && which("fusermount3").is_none() {
-        Some("not root and no fusermount3")
-    } else {
-        None
-    };
-    match reason {
-        None => true,
-        Some(r) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: CI=true but FUSE mounts cannot run: {r}")
-        }
-        Some(r) => {
-            println!("SKIP {test}: {r}");
-            false
-        }
-    }
-}
-
-fn unsafe_geteuid() -> u32 {
-    // SAFETY: geteuid cannot fail and touches no memory.
-    unsafe { libc::geteuid() }
-}
-
-fn which(bin: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(bin))
-        .find(|p| p.is_file())
-}
-
-fn is_mounted(mnt: &Path) -> bool {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let mnt = mnt.canonicalize().unwrap_or_else(|_| mnt.to_path_buf());
-    mounts
-        .lines()
-        .any(|l| l.split(' ').nth(1) == Some(mnt.to_str().unwrap_or_default()))
-}
-
-fn force_unmount(mnt: &Path) {
-    if is_mounted(mnt) {
-        let _ = fragfs::mount::unmount(mnt);
-    }
-}
-
-fn config(threads: usize) -> MountConfig {
-    MountConfig {
-        allow_other: false,
-        allow_root: false,
-        auto_unmount: false,
-        threads,
-    }
-}
-
-/// A mount served by threads of this test process, so the test can look at the view.
-struct InProcess {
-    view: Arc<View>,
-    session: Option<fuser::BackgroundSession>,
-    dir: tempfile::TempDir,
-}
-
-impl InProcess {
-    fn new(array: &Path, expected: &serde_json::Value, cache: u64, threads: usize) -> InProcess {
-        let mut view = open_view(array, expected).unwrap();
-        if cache != 64 << 20 {
-            view = View::open(array, view.array.options.clone(), cache).unwrap();
-        }
-        let view = Arc::new(view);
-        let dir = tempfile::tempdir().unwrap();
-        let session = fragfs::fuse::mount(view.clone(), dir.path(), &config(threads))
-            .unwrap_or_else(|e| panic!("mount {}: {e}", array.display()))
-            .spawn()
-            .unwrap();
-        InProcess {
-            view,
-            session: Some(session),
-            dir,
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(s) = self.session.take() {
-            // Unmounts, then waits for the serving threads.
-            let _ = s.umount_and_join();
-        }
-        force_unmount(self.dir.path());
-    }
-}
 
 /// A `fragfs mount` process (daemon or foreground), unmounted and reaped on drop.
 struct Daemon {
@@ -264,8 +165,24 @@ fn shared_corpus_reads_byte_exact_through_the_mount() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn is_text_file(path: &str) -> bool {
+    path.ends_with(".txt") || path.ends_with(".csv")
+}
+
+/// Listing and stat-ing decode nothing; only the text files (whose exact size needs one
+/// counting pass over their cells) may, and only when stat-ed or read.
 #[test]
-fn ls_lr_find_and_du_decode_nothing() {
+fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     if !fuse_available("ls -lR") {
         return;
     }
@@ -274,68 +191,57 @@ fn ls_lr_find_and_du_decode_nothing() {
         .find(|(a, _)| a.ends_with("sparse_var_nullable"))
         .unwrap();
     let m = InProcess::new(&array, &expected, 64 << 20, 2);
-    let ls = Command::new("ls")
-        .arg("-lR")
-        .arg(m.path())
-        .output()
-        .unwrap();
+    let files = view_files(&m.view);
+    let size_of = |f: &str| m.view.size(m.view.resolve(f).unwrap()).unwrap();
+    // Names of everything, and `ls -l` of the folders that hold no text file.
+    let names = run(Command::new("ls").arg("-R").arg(m.path()));
     assert!(
-        ls.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ls.stderr)
+        names.contains("values.txt") && names.contains("cells.csv"),
+        "{names}"
     );
-    let listing = String::from_utf8_lossy(&ls.stdout);
-    // Exact sizes, straight from metadata.
-    for f in view_files(&m.view) {
-        let node = m.view.resolve(&f).unwrap();
-        let size = m.view.size(node).unwrap();
-        let name = f.rsplit('/').next().unwrap();
+    run(Command::new("ls")
+        .arg("-l")
+        .arg(m.path())
+        .arg(m.path().join("fragments")));
+    // `find` stats every other file: exact sizes, from metadata.
+    let found = run(Command::new("find").arg(m.path()).args([
+        "-type", "f", "!", "-name", "*.txt", "!", "-name", "*.csv", "-printf", "%s %P\\n",
+    ]));
+    assert_eq!(
+        m.view.chunks_decoded(),
+        0,
+        "listing or stat decoded a chunk"
+    );
+    let binary: Vec<&String> = files.iter().filter(|f| !is_text_file(f)).collect();
+    assert_eq!(found.lines().count(), binary.len());
+    for f in &binary {
+        assert!(
+            found.lines().any(|l| l == format!("{} {f}", size_of(f))),
+            "{f}:\n{found}"
+        );
+    }
+    // `ls -lR` shows every file with its exact size, text files included.
+    let listing = run(Command::new("ls").arg("-lR").arg(m.path()));
+    for f in &files {
+        let (size, name) = (size_of(f), f.rsplit('/').next().unwrap());
         assert!(
             listing.lines().any(|l| l.ends_with(&format!(" {name}"))
                 && l.split_whitespace().nth(4) == Some(&size.to_string())),
             "ls -l shows no {name} of {size} bytes:\n{listing}"
         );
+        if is_text_file(f) {
+            let read = std::fs::read(m.path().join(f)).unwrap();
+            assert_eq!(
+                read.len() as u64,
+                size,
+                "{f}: the size is what a read gives"
+            );
+        }
     }
-    let find = Command::new("find")
-        .arg(m.path())
-        .arg("-type")
-        .arg("f")
-        .output()
-        .unwrap();
-    assert!(find.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&find.stdout).lines().count(),
-        view_files(&m.view).len()
-    );
-    let du = Command::new("du")
-        .arg("-sb")
-        .arg(m.path())
-        .output()
-        .unwrap();
-    assert!(
-        du.status.success(),
-        "{}",
-        String::from_utf8_lossy(&du.stderr)
-    );
-    let total: u64 = view_files(&m.view)
-        .iter()
-        .map(|f| m.view.size(m.view.resolve(f).unwrap()).unwrap())
-        .sum();
-    let du_bytes: u64 = String::from_utf8_lossy(&du.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let du = run(Command::new("du").arg("-sb").arg(m.path()));
+    let total: u64 = files.iter().map(|f| size_of(f)).sum();
+    let du_bytes: u64 = du.split_whitespace().next().unwrap().parse().unwrap();
     assert_eq!(du_bytes, total, "du -b counts exactly the files' sizes");
-    assert_eq!(m.view.chunks_decoded(), 0, "listing decoded a chunk");
-    // Reading one file does decode: the counter is live.
-    let first_bin = view_files(&m.view)
-        .into_iter()
-        .find(|f| f.ends_with("values.bin"))
-        .unwrap();
-    std::fs::read(m.path().join(first_bin)).unwrap();
-    assert!(m.view.chunks_decoded() > 0);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! An array on disk: its schemas, which fragments are live, and lazily loaded fragment
 //! metadata. Nothing here knows about the virtual tree.
 
+pub mod dense_grid;
 pub mod field;
 pub mod fragment;
 pub mod generic_tile;

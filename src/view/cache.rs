@@ -132,6 +132,11 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         result
     }
 
+    /// Whether `key` is cached now (without touching its recency).
+    pub fn contains(&self, key: &K) -> bool {
+        self.lock().map.contains_key(key)
+    }
+
     /// Bytes held now.
     pub fn used(&self) -> u64 {
         self.lock().used

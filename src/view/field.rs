@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
 use crate::array::fragment::{FragmentMeta, TileList};
 use crate::array::tile::{FileRole, TileChunks, TileFile};
@@ -44,6 +45,10 @@ pub enum CacheKey {
         item: Item,
     },
     Rendered(Node),
+    /// Where each block of a text file starts, and its total size.
+    TextIndex(Node),
+    /// The rendered text of one block of cells.
+    TextBlock(Node, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +62,7 @@ pub enum Cached {
     Chunks(TileChunks),
     Bytes(Vec<u8>),
     Strings(StringChunk),
+    Starts(Vec<u64>),
 }
 
 impl Weigh for Cached {
@@ -66,6 +72,7 @@ impl Weigh for Cached {
             Cached::Chunks(c) => (c.chunks.len() * 32 + c.starts.len() * 8) as u64,
             Cached::Bytes(b) => b.len() as u64,
             Cached::Strings(s) => (s.bytes.len() + s.offsets.len() * 8) as u64,
+            Cached::Starts(s) => s.len() as u64 * 8,
         }
     }
 }
@@ -135,6 +142,9 @@ impl FieldReader<'_> {
         if offset >= end {
             return Ok(Vec::new());
         }
+        if !self.field.stored {
+            return self.synthesized(offset, end);
+        }
         let var_starts = if file == RawFile::Values && self.field.is_var() {
             Some(self.var_starts()?)
         } else {
@@ -170,6 +180,36 @@ impl FieldReader<'_> {
             out.extend_from_slice(&bytes);
             pos = tile_start + b;
         }
+        Ok(out)
+    }
+
+    /// Bytes `[a, b)` of the coordinates of a dense fragment's dimension, which TileDB
+    /// does not store: computed from the tile grid, cell by cell.
+    fn synthesized(&self, a: u64, b: u64) -> Result<Vec<u8>> {
+        let grid = DenseGrid::new(&self.meta.schema, &self.meta.footer)
+            .map_err(|r| Error::corrupt(self.meta.context(), r))?;
+        let dim = self
+            .meta
+            .schema
+            .dimensions
+            .iter()
+            .position(|d| d.name == self.field.name)
+            .ok_or_else(|| {
+                Error::corrupt(
+                    self.meta.context(),
+                    format!("no dimension {}", self.field.name),
+                )
+            })?;
+        let size = self.field.datatype.size().max(1);
+        let mut out = Vec::with_capacity((b - a) as usize);
+        for cell in a / size..b.div_ceil(size) {
+            let coordinate = grid.coordinate(cell, dim).unwrap_or_default();
+            let bytes = (coordinate as i64).to_le_bytes();
+            out.extend_from_slice(&bytes[..size as usize]);
+        }
+        let skip = (a % size) as usize;
+        out.drain(..skip);
+        out.truncate((b - a) as usize);
         Ok(out)
     }
 

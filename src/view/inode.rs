@@ -23,6 +23,9 @@ const FOOTER_JSON: u64 = 3;
 const TILES_JSON: u64 = 4;
 const FIELD: u64 = 5;
 const RAW: u64 = 6;
+const NPY: u64 = 7;
+const TEXT: u64 = 8;
+const CELLS_CSV: u64 = 9;
 
 const RAW_FILES: [RawFile; 3] = [RawFile::Values, RawFile::Offsets, RawFile::Validity];
 
@@ -52,6 +55,9 @@ pub fn to_ino(node: Node) -> Option<u64> {
             let low = RAW_FILES.iter().position(|&r| r == raw)? as u64;
             pack(RAW, f, i, low)
         }
+        Node::Npy(f, i) => pack(NPY, f, i, 0),
+        Node::Text(f, i) => pack(TEXT, f, i, 0),
+        Node::CellsCsv(f) => pack(CELLS_CSV, f, 0, 0),
     }
 }
 
@@ -77,6 +83,9 @@ pub fn from_ino(ino: u64) -> Option<Node> {
         TILES_JSON => Node::TilesJson(fragment),
         FIELD => Node::Field(fragment, field),
         RAW => Node::Raw(fragment, field, *RAW_FILES.get(low as usize)?),
+        NPY => Node::Npy(fragment, field),
+        TEXT => Node::Text(fragment, field),
+        CELLS_CSV => Node::CellsCsv(fragment),
         _ => return None,
     };
     // Only the canonical packing of a node is valid: stray bits mean a forged number.
@@ -107,6 +116,9 @@ mod tests {
             Node::Raw(3, 1, RawFile::Offsets),
             Node::Raw(3, 1, RawFile::Validity),
             Node::Raw((1 << 36) - 1, (1 << 20) - 1, RawFile::Validity),
+            Node::Npy(3, 1),
+            Node::Text(3, 1),
+            Node::CellsCsv(3),
         ];
         let inos: Vec<u64> = nodes.iter().map(|&n| to_ino(n).unwrap()).collect();
         assert_eq!(inos[0], 1, "the root must be inode 1");

@@ -6,7 +6,10 @@ pub mod field;
 pub mod inode;
 pub mod json;
 pub mod names;
+pub mod npy;
 pub mod prefetch;
+pub mod text;
+mod textfile;
 pub mod value;
 
 use std::collections::HashMap;
@@ -40,6 +43,12 @@ pub enum Node {
     /// Fragment, index into the fragment's fields.
     Field(usize, usize),
     Raw(usize, usize, RawFile),
+    /// `values.npy` of a fixed-size field.
+    Npy(usize, usize),
+    /// `values.txt` of a field.
+    Text(usize, usize),
+    /// `cells.csv` of a fragment.
+    CellsCsv(usize),
 }
 
 impl Node {
@@ -130,8 +139,11 @@ impl View {
             Node::Fragment(f)
             | Node::FooterJson(f)
             | Node::TilesJson(f)
+            | Node::CellsCsv(f)
             | Node::Field(f, _)
-            | Node::Raw(f, ..) => fragment_time(f),
+            | Node::Raw(f, ..)
+            | Node::Npy(f, _)
+            | Node::Text(f, _) => fragment_time(f),
             _ => None,
         };
         Ok(Stat {
@@ -154,12 +166,13 @@ impl View {
         self.fragment(fragment)?.meta(&self.array.schemas)
     }
 
-    /// The field `i` of fragment `f`, if the tree shows it.
+    /// The field `i` of fragment `f`: every field is shown, the coordinates of dense
+    /// fragments synthesized.
     fn field(&self, f: usize, i: usize) -> Result<(Arc<FragmentMeta>, usize)> {
         let meta = self.meta(f)?;
         match meta.fields.get(i) {
-            Some(field) if field.stored => Ok((meta, i)),
-            _ => Err(Error::NotFound(format!("field #{i} of fragment #{f}"))),
+            Some(_) => Ok((meta, i)),
+            None => Err(Error::NotFound(format!("field #{i} of fragment #{f}"))),
         }
     }
 
@@ -170,10 +183,19 @@ impl View {
             Node::SchemaFile(i) if i >= self.array.schemas.len() => {
                 Err(Error::NotFound(format!("schema #{i}")))
             }
-            Node::Fragment(f) | Node::FooterJson(f) | Node::TilesJson(f) => {
+            Node::Fragment(f) | Node::FooterJson(f) | Node::TilesJson(f) | Node::CellsCsv(f) => {
                 self.fragment(f).map(|_| ())
             }
-            Node::Field(f, i) | Node::Raw(f, i, _) => self.field(f, i).map(|_| ()),
+            Node::Field(f, i) | Node::Raw(f, i, _) | Node::Text(f, i) => {
+                self.field(f, i).map(|_| ())
+            }
+            Node::Npy(f, i) => {
+                let (meta, i) = self.field(f, i)?;
+                match meta.fields[i].is_var() {
+                    false => Ok(()),
+                    true => Err(Error::NotFound(format!("values.npy of var field #{i}"))),
+                }
+            }
             _ => Ok(()),
         }
     }
@@ -216,8 +238,10 @@ impl View {
             Node::FragmentsDir => Node::Root,
             Node::SchemaFile(_) => Node::SchemasDir,
             Node::Fragment(_) => Node::FragmentsDir,
-            Node::FooterJson(f) | Node::TilesJson(f) | Node::Field(f, _) => Node::Fragment(f),
-            Node::Raw(f, i, _) => Node::Field(f, i),
+            Node::FooterJson(f) | Node::TilesJson(f) | Node::CellsCsv(f) | Node::Field(f, _) => {
+                Node::Fragment(f)
+            }
+            Node::Raw(f, i, _) | Node::Npy(f, i) | Node::Text(f, i) => Node::Field(f, i),
         }
     }
 
@@ -258,11 +282,10 @@ impl View {
                 let mut out = vec![
                     e("footer.json", Node::FooterJson(f)),
                     e("tiles.json", Node::TilesJson(f)),
+                    e("cells.csv", Node::CellsCsv(f)),
                 ];
                 for (i, field) in meta.fields.iter().enumerate() {
-                    if field.stored {
-                        out.push(e(&names::encode(&field.name), Node::Field(f, i)));
-                    }
+                    out.push(e(&names::encode(&field.name), Node::Field(f, i)));
                 }
                 out
             }
@@ -279,6 +302,10 @@ impl View {
                 if field.nullable {
                     out.push(e("validity.bin", Node::Raw(f, i, RawFile::Validity)));
                 }
+                if !field.is_var() {
+                    out.push(e("values.npy", Node::Npy(f, i)));
+                }
+                out.push(e("values.txt", Node::Text(f, i)));
                 out
             }
             other => return Err(Error::NotDirectory(format!("{other:?}"))),
@@ -290,6 +317,7 @@ impl View {
         Ok(match node {
             n if n.is_dir() => 0,
             Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.size(raw))?,
+            Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => self.derived_size(node)?,
             other => rendered_bytes(&*self.rendered(other)?)?.len() as u64,
         })
     }
@@ -299,6 +327,9 @@ impl View {
         match node {
             n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
             Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.read(raw, offset, len)),
+            Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => {
+                self.derived_read(node, offset, len)
+            }
             other => {
                 let rendered = self.rendered(other)?;
                 let bytes = rendered_bytes(&rendered)?;

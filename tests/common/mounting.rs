@@ -1,0 +1,113 @@
+//! Mounting for tests: whether FUSE is usable here, and mounts served by threads of the
+//! test process (so a test can look into the view), unmounted when dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fragfs::fuse::MountConfig;
+use fragfs::view::View;
+
+use super::open_view;
+
+/// Whether mounts can run here; prints the reason when not. Under CI they must.
+pub fn fuse_available(test: &str) -> bool {
+    let reason = if !Path::new("/dev/fuse").exists() {
+        Some("/dev/fuse is missing")
+    } else if unsafe_geteuid() != 0 && which("fusermount3").is_none() {
+        Some("not root and no fusermount3")
+    } else {
+        None
+    };
+    match reason {
+        None => true,
+        Some(r) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: CI=true but FUSE mounts cannot run: {r}")
+        }
+        Some(r) => {
+            println!("SKIP {test}: {r}");
+            false
+        }
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+fn which(bin: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(bin))
+        .find(|p| p.is_file())
+}
+
+pub fn is_mounted(mnt: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mnt = mnt.canonicalize().unwrap_or_else(|_| mnt.to_path_buf());
+    mounts
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some(mnt.to_str().unwrap_or_default()))
+}
+
+pub fn force_unmount(mnt: &Path) {
+    if is_mounted(mnt) {
+        let _ = fragfs::mount::unmount(mnt);
+    }
+}
+
+pub fn config(threads: usize) -> MountConfig {
+    MountConfig {
+        allow_other: false,
+        allow_root: false,
+        auto_unmount: false,
+        threads,
+    }
+}
+
+/// A mount served by threads of this test process, so the test can look at the view.
+pub struct InProcess {
+    pub view: Arc<View>,
+    session: Option<fuser::BackgroundSession>,
+    dir: tempfile::TempDir,
+}
+
+impl InProcess {
+    pub fn new(
+        array: &Path,
+        expected: &serde_json::Value,
+        cache: u64,
+        threads: usize,
+    ) -> InProcess {
+        let mut view = open_view(array, expected).unwrap();
+        if cache != 64 << 20 {
+            view = View::open(array, view.array.options.clone(), cache).unwrap();
+        }
+        let view = Arc::new(view);
+        let dir = tempfile::tempdir().unwrap();
+        let session = fragfs::fuse::mount(view.clone(), dir.path(), &config(threads))
+            .unwrap_or_else(|e| panic!("mount {}: {e}", array.display()))
+            .spawn()
+            .unwrap();
+        InProcess {
+            view,
+            session: Some(session),
+            dir,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            // Unmounts, then waits for the serving threads.
+            let _ = s.umount_and_join();
+        }
+        force_unmount(self.dir.path());
+    }
+}
