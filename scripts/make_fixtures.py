@@ -980,6 +980,36 @@ def gen_sample(uri):
     return meta
 
 
+def gen_odd_names(uri):
+    """Names a file system cannot show as they are: fragfs percent-encodes `/`, NUL,
+    `%`, `.` and `..` and keeps everything else (spaces, unicode) as written."""
+    meta = {}
+    dom = tiledb.Domain(tiledb.Dim("row index", domain=(0, 7), tile=4, dtype=np.int32))
+    attrs = [
+        tiledb.Attr("with space", dtype=np.int32),
+        tiledb.Attr("température °C", dtype=np.float64),
+        tiledb.Attr("a/b", dtype=np.int64),
+        tiledb.Attr("50%", dtype=np.uint8),
+        tiledb.Attr("..", dtype=np.int16),
+        tiledb.Attr("名前", dtype=str),
+    ]
+    schema = mk_schema(meta, domain=dom, attrs=attrs, sparse=False)
+    tiledb.Array.create(uri, schema)
+    x = np.arange(8)
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[0:8] = {
+            "with space": (x * 3).astype(np.int32),
+            "température °C": x * 0.5 - 1.25,
+            "a/b": x.astype(np.int64) * -7,
+            "50%": (x * 30).astype(np.uint8),
+            "..": (x - 4).astype(np.int16),
+            "名前": np.array(["名前%d" % v if v % 2 else "x,\"y\"\n" for v in x], dtype=object),
+        }
+    meta["notes"] = ("1-D dense with a dimension and attributes named with spaces, unicode, '/', "
+                     "'%' and '..'; string cells hold a comma, quotes and a newline.")
+    return meta
+
+
 ARRAYS = [
     ("dense_basic", gen_dense_basic),
     ("dense_2d", gen_dense_2d),
@@ -989,6 +1019,7 @@ ARRAYS = [
     ("timestamps_deletes", gen_timestamps_deletes),
     ("encrypted", gen_encrypted),
     ("sample", gen_sample),
+    ("odd_names", gen_odd_names),
 ]
 
 
@@ -1073,10 +1104,17 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_fixtures.py OUTDIR")
     out = sys.argv[1]
-    if os.path.exists(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
     only = os.environ.get("FIXTURES_ONLY")
+    # FIXTURES_ONLY=a,b regenerates just those arrays and leaves the others in place.
+    if os.path.exists(out) and not only:
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    for name in (only.split(",") if only else []):
+        for stale in (os.path.join(out, name), os.path.join(out, name + ".expected.json")):
+            if os.path.isdir(stale):
+                shutil.rmtree(stale)
+            elif os.path.exists(stale):
+                os.remove(stale)
     total_checks = 0
     docs = []
     for name, gen in ARRAYS:

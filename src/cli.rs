@@ -1,5 +1,6 @@
 //! Command-line parsing. No logic beyond turning arguments into calls of the library.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -82,6 +83,104 @@ pub enum Command {
     Umount { mountpoint: PathBuf },
 }
 
+/// Options of `mount(8)` and fstab that mean nothing to a read-only FUSE mount (or that
+/// `mount` itself handles), accepted and dropped so any usual fstab line works.
+const GENERIC_MOUNT_OPTIONS: &[&str] = &[
+    "ro",
+    "rw",
+    "defaults",
+    "auto",
+    "noauto",
+    "user",
+    "users",
+    "nouser",
+    "owner",
+    "group",
+    "nofail",
+    "_netdev",
+    "dev",
+    "nodev",
+    "suid",
+    "nosuid",
+    "exec",
+    "noexec",
+    "atime",
+    "noatime",
+    "relatime",
+    "strictatime",
+    "nodiratime",
+    "sync",
+    "async",
+    "silent",
+    "loud",
+    "default_permissions",
+];
+
+/// The `mount(8)` helper calling convention, `mount.fragfs SOURCE TARGET [-o OPTS]
+/// [-n] [-s] [-f] [-v]` (as `mount -t fuse.fragfs` and `/etc/fstab` call it through
+/// `mount.fuse3` or a `mount.fuse.fragfs` link), turned into the arguments of `fragfs
+/// mount`. `None` when `args` are an ordinary fragfs command line; `Some(Err)` for a
+/// helper call with an option fragfs does not know. A "fake" mount (`-f`) becomes `None`
+/// inside `Some(Ok(None))`: nothing to do.
+pub fn from_mount_helper(args: &[OsString]) -> Option<Result<Option<Vec<OsString>>, String>> {
+    let program = args.first()?.to_string_lossy().into_owned();
+    let program = program.rsplit('/').next().unwrap_or_default();
+    let helper_name =
+        program.starts_with("mount.fragfs") || program.starts_with("mount.fuse.fragfs");
+    let first = args.get(1)?.to_string_lossy().into_owned();
+    let subcommands = ["ls", "cat", "info", "mount", "umount", "help"];
+    let looks_like_helper = !first.starts_with('-') && !subcommands.contains(&first.as_str());
+    (helper_name || looks_like_helper && args.len() >= 3).then(|| helper_arguments(&args[1..]))
+}
+
+fn helper_arguments(args: &[OsString]) -> Result<Option<Vec<OsString>>, String> {
+    let mut positional = Vec::new();
+    let mut out: Vec<OsString> = vec!["fragfs".into(), "mount".into()];
+    let mut fuse_options = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.to_str() {
+            Some("-o") => {
+                let opts = rest.next().ok_or("-o needs options")?;
+                for opt in opts.to_string_lossy().split(',').map(str::trim) {
+                    let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
+                    match key {
+                        "" => {}
+                        "allow_other" | "allow_root" | "auto_unmount" => {
+                            fuse_options.push(key.to_string())
+                        }
+                        "cache_size" => out.extend(["--cache-size".into(), value.into()]),
+                        "threads" => out.extend(["--threads".into(), value.into()]),
+                        "log_file" => out.extend(["--log-file".into(), value.into()]),
+                        "encryption_key" => out.extend(["--encryption-key".into(), value.into()]),
+                        "verbose" => out.push("-v".into()),
+                        k if GENERIC_MOUNT_OPTIONS.contains(&k)
+                            || k.starts_with("x-")
+                            || k == "comment"
+                            || k == "subtype"
+                            || k == "fsname" => {}
+                        _ => return Err(format!("unknown mount option {opt:?}")),
+                    }
+                }
+            }
+            Some("-f") => return Ok(None),
+            Some("-n" | "-s") => {}
+            Some("-v") => out.push("-v".into()),
+            Some(flag) if flag.starts_with('-') => {
+                return Err(format!("unknown mount helper flag {flag}"))
+            }
+            _ => positional.push(arg.clone()),
+        }
+    }
+    let [source, target] = <[OsString; 2]>::try_from(positional)
+        .map_err(|p| format!("expected SOURCE and TARGET, got {} arguments", p.len()))?;
+    if !fuse_options.is_empty() {
+        out.extend(["-o".into(), fuse_options.join(",").into()]);
+    }
+    out.extend([source, target]);
+    Ok(Some(out))
+}
+
 /// `256M`, `1G`, `65536`, `64MiB`: a byte count with an optional binary unit.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -109,7 +208,58 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn mount_helper_calls_become_fragfs_mount() {
+        let call = os(&[
+            "/sbin/mount.fuse.fragfs",
+            "/data/a",
+            "/mnt/a",
+            "-o",
+            "rw,nofail,allow_other,cache_size=64M,x-systemd.automount",
+        ]);
+        let got = from_mount_helper(&call).unwrap().unwrap().unwrap();
+        assert_eq!(
+            got,
+            os(&[
+                "fragfs",
+                "mount",
+                "--cache-size",
+                "64M",
+                "-o",
+                "allow_other",
+                "/data/a",
+                "/mnt/a"
+            ])
+        );
+        // mount.fuse3 runs the subtype's program as `fragfs SOURCE TARGET -o OPTS`.
+        let call = os(&["fragfs", "/data/a", "/mnt/a", "-o", "ro,threads=3"]);
+        let got = from_mount_helper(&call).unwrap().unwrap().unwrap();
+        assert_eq!(
+            got,
+            os(&["fragfs", "mount", "--threads", "3", "/data/a", "/mnt/a"])
+        );
+        assert_eq!(
+            from_mount_helper(&os(&["mount.fragfs", "a", "b", "-f"])),
+            Some(Ok(None))
+        );
+        assert!(
+            from_mount_helper(&os(&["mount.fragfs", "a", "b", "-o", "bogus"]))
+                .unwrap()
+                .is_err()
+        );
+        assert!(from_mount_helper(&os(&["mount.fragfs", "a"]))
+            .unwrap()
+            .is_err());
+        // Ordinary command lines are left alone.
+        assert_eq!(from_mount_helper(&os(&["fragfs", "ls", "a"])), None);
+        assert_eq!(from_mount_helper(&os(&["fragfs", "--help"])), None);
+    }
 
     #[test]
     fn sizes_with_binary_units() {

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use crate::array::fragment::dir_size;
 use crate::array::Array;
 use crate::view::json::non_empty_domain;
+use crate::view::text::iso_ms;
 
 pub fn render(array: &Array) -> String {
     let mut out = String::new();
@@ -67,8 +68,8 @@ pub fn render(array: &Array) -> String {
     let _ = writeln!(out, "\nfragments  {} live", array.fragments.len());
     let _ = writeln!(
         out,
-        "  {:<48} {:>7} {:<6} {:>10} {:>10}  {:<27} non-empty domain",
-        "name", "format", "type", "cells", "bytes", "timestamps"
+        "  {:<48} {:>6} {:<24} {:<6} {:>10} {:>10}  non-empty domain",
+        "name", "format", "written at (UTC)", "type", "cells", "bytes"
     );
     for f in &array.fragments {
         let size = dir_size(&f.dir);
@@ -77,14 +78,16 @@ pub fn render(array: &Array) -> String {
                 versions.insert(m.footer.version);
                 let _ = writeln!(
                     out,
-                    "  {:<48} {:>7} {:<6} {:>10} {:>10}  {:<27} {}",
+                    "  {:<48} {:>6} {:<24} {:<6} {:>10} {:>10}  {}",
                     f.name,
                     m.footer.version,
+                    // The end of the timestamp range: a consolidated fragment covers writes from
+                    // its start on, which footer.json shows.
+                    iso_ms(f.timestamps.t2),
                     if m.footer.dense { "dense" } else { "sparse" },
                     m.cell_count(),
                     size,
-                    format!("{}..{}", f.timestamps.t1, f.timestamps.t2),
-                    non_empty_domain(&m)
+                    domain_text(&non_empty_domain(&m))
                 );
             }
             Err(e) => {
@@ -94,13 +97,9 @@ pub fn render(array: &Array) -> String {
     }
     let _ = writeln!(
         out,
-        "\nformat versions  fragments {:?}, schemas {:?}",
-        versions,
-        array
-            .schemas
-            .iter()
-            .map(|s| s.schema.version)
-            .collect::<std::collections::BTreeSet<_>>()
+        "\nformat versions  fragments {}, schemas {}",
+        list(&versions),
+        list(&array.schemas.iter().map(|s| s.schema.version).collect())
     );
     if !array.conditions.is_empty() {
         let _ = writeln!(
@@ -118,4 +117,29 @@ pub fn render(array: &Array) -> String {
         }
     }
     out
+}
+
+/// `[[0, 7], [0, 11]]` as `0..7, 0..11`.
+fn domain_text(domain: &serde_json::Value) -> String {
+    let show = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    };
+    match domain.as_array() {
+        Some(dims) => dims
+            .iter()
+            .map(|d| match d.as_array().map(|r| r.as_slice()) {
+                Some([lo, hi]) => format!("{}..{}", show(lo), show(hi)),
+                _ => show(d),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => show(domain),
+    }
+}
+
+/// `{8, 22}` as `8, 22`.
+fn list(versions: &std::collections::BTreeSet<u32>) -> String {
+    let shown: Vec<String> = versions.iter().map(u32::to_string).collect();
+    shown.join(", ")
 }

@@ -14,7 +14,16 @@ use fragfs::view::{Node, View, DEFAULT_CACHE_SIZE};
 use fragfs::{info, Result};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cli::from_mount_helper(&args) {
+        None => Cli::parse_from(args),
+        Some(Ok(Some(translated))) => Cli::parse_from(translated),
+        Some(Ok(None)) => return ExitCode::SUCCESS, // mount -f: a fake mount
+        Some(Err(e)) => {
+            eprintln!("fragfs: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let level = match cli.verbose {
         0 => "warn",
         1 => "info",

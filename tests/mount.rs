@@ -541,3 +541,126 @@ fn mount_failures_are_one_clear_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mount option"));
     assert!(!is_mounted(&mnt));
 }
+
+#[test]
+fn odd_names_are_shown_as_written_except_what_a_file_name_cannot_hold() {
+    if !fuse_available("names") {
+        return;
+    }
+    let (array, expected) = expected_files(&fixtures())
+        .into_iter()
+        .find(|(a, _)| a.ends_with("odd_names"))
+        .unwrap();
+    let m = InProcess::new(&array, &expected, 1 << 20, 2);
+    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
+    let folder = m
+        .path()
+        .join("fragments")
+        .join(frag.rsplit('/').next().unwrap());
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want = vec![
+        "%2E%2E",
+        "50%25",
+        "a%2Fb",
+        "cells.csv",
+        "footer.json",
+        "row index",
+        "tiles.json",
+        "température °C",
+        "with space",
+        "名前",
+    ];
+    want.sort();
+    assert_eq!(names, want);
+    // The dense dimension is synthesized, and footer.json says so.
+    let footer: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("footer.json")).unwrap()).unwrap();
+    let row = footer["derived"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "row index")
+        .unwrap();
+    assert_eq!(row["synthesized"], true);
+    let rows = std::fs::read_to_string(folder.join("row index/values.txt")).unwrap();
+    assert_eq!(rows, "0\n1\n2\n3\n4\n5\n6\n7\n");
+    let csv = std::fs::read_to_string(folder.join("cells.csv")).unwrap();
+    assert!(
+        csv.starts_with("row index,with space,température °C,a%2Fb,50%25,%2E%2E,名前\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("0,0,-1.25,0,0,-4,\"x,\"\"y\"\"\\n\"\n"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn mount_helper_convention_for_fstab() {
+    if !fuse_available("mount helper") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // `mount -t fuse.fragfs` runs /sbin/mount.fuse.fragfs, a link to fragfs.
+    let helper = tmp.path().join("mount.fuse.fragfs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fragfs"), &helper).unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let _guard = Daemon {
+        mnt: mnt.clone(),
+        child: None,
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    let out = Command::new(&helper)
+        .arg(&array)
+        .arg(&mnt)
+        .args([
+            "-o",
+            "rw,nofail,noauto,cache_size=8M,threads=2,x-systemd.automount",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_mounted(&mnt));
+    assert!(std::fs::read(mnt.join("array.json")).is_ok());
+    fragfs::mount::unmount(&mnt).unwrap();
+    // mount.fuse3 runs the subtype's program itself: `fragfs SOURCE TARGET -o OPTS`.
+    let out = fragfs()
+        .arg(&array)
+        .arg(&mnt)
+        .args(["-o", "ro,threads=1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_mounted(&mnt));
+    fragfs::mount::unmount(&mnt).unwrap();
+    // `mount -f` fakes the mount; unknown options are refused in one line.
+    let out = Command::new(&helper)
+        .arg(&array)
+        .arg(&mnt)
+        .arg("-f")
+        .output()
+        .unwrap();
+    assert!(out.status.success() && !is_mounted(&mnt));
+    let out = Command::new(&helper)
+        .arg(&array)
+        .arg(&mnt)
+        .args(["-o", "bogus"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mount option"));
+}

@@ -202,7 +202,7 @@ pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
             "fields": meta.fields.iter().map(|x| json!({
                 "name": x.name, "role": x.role.name(), "slot": x.slot, "datatype": x.datatype.name(),
                 "cell_val_num": cell_val_num(x.cell_val_num), "nullable": x.nullable,
-                "stored": x.stored, "files": field_files(x),
+                "stored": x.stored, "synthesized": !x.stored, "files": field_files(x),
             })).collect::<Vec<_>>(),
         },
     })

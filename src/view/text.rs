@@ -30,6 +30,18 @@ pub fn cell(out: &mut Vec<u8>, t: Datatype, bytes: &[u8]) {
     }
 }
 
+/// A time in milliseconds since the epoch as ISO 8601 UTC, e.g. `2026-11-22T09:07:33.123Z`.
+pub fn iso_ms(ms: u64) -> String {
+    let mut out = Vec::new();
+    datetime(
+        &mut out,
+        Datatype::DatetimeMs,
+        ms.min(i64::MAX as u64) as i64,
+    );
+    out.push(b'Z');
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Types shown as one string per cell.
 pub fn is_text(t: Datatype) -> bool {
     t.is_string() || matches!(t, Datatype::Char | Datatype::GeomWkt)
@@ -364,6 +376,7 @@ mod tests {
             "-01:01:00"
         );
         assert_eq!(show(Datatype::DatetimeNs, &i64::MIN.to_le_bytes()), "NaT");
+        assert_eq!(iso_ms(1_795_338_314_188), "2026-11-22T09:05:14.188Z");
         assert_eq!(show(Datatype::TimeSec, &i64::MIN.to_le_bytes()), "NaT");
     }
 

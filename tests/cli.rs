@@ -1,0 +1,100 @@
+//! The command line without FUSE: `info` is a readable table, `ls -l` shows exact sizes,
+//! `cat` writes a file's bytes.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn fragfs(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn info_is_a_readable_table_of_fragments() {
+    let sample = fixtures().join("sample");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("sample.expected.json")).unwrap())
+            .unwrap();
+    let info = fragfs(&["info", sample.to_str().unwrap()]);
+    let header = info
+        .lines()
+        .find(|l| l.contains("written at"))
+        .expect("no table header");
+    for column in [
+        "name",
+        "format",
+        "written at (UTC)",
+        "type",
+        "cells",
+        "bytes",
+        "non-empty domain",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    for f in expected["fragments"].as_array().unwrap() {
+        let name = f["fragment"].as_str().unwrap();
+        let row = info
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{info}"));
+        let domain: Vec<String> = f["non_empty_domain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| format!("{}..{}", d[0], d[1]))
+            .collect();
+        let t2 = f["timestamp_range"][1].as_u64().unwrap();
+        let iso = format!("1970-01-01T00:00:00.{t2:03}Z");
+        let cells = f["cell_num"].to_string();
+        for part in [
+            " 22 ",
+            iso.as_str(),
+            " dense ",
+            cells.as_str(),
+            domain.join(", ").as_str(),
+        ] {
+            assert!(row.contains(part), "{part:?} missing in {row:?}");
+        }
+    }
+    assert!(!info.contains('{'), "no JSON in info:\n{info}");
+}
+
+#[test]
+fn ls_l_and_cat_agree_on_sizes() {
+    let sample = fixtures().join("sample");
+    let a = sample.to_str().unwrap();
+    let listing = fragfs(&["ls", "-lR", a]);
+    let mut files = 0;
+    let mut dir = String::new();
+    for line in listing.lines() {
+        if let Some(d) = line.strip_suffix(':') {
+            dir = d.trim_start_matches('/').to_string();
+            continue;
+        }
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.first() != Some(&"-") {
+            continue;
+        }
+        let path = format!("{dir}/{}", parts[2..].join(" "));
+        let size: usize = parts[1].parse().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+            .args(["cat", a, &path])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout.len(), size, "{path}");
+        files += 1;
+    }
+    assert!(files > 20, "{listing}");
+}
