@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::array::fragment::{dir_size, FragmentMeta};
+use crate::array::layout;
 use crate::array::storage::DataFile;
 use crate::array::tile::{FileRole, TileFile};
 use crate::array::{Array, Fragment};
@@ -195,6 +196,7 @@ pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
         "processed_conditions_offset": f.processed_conditions_offset,
         "optional_sections": f.optional_sections.iter().map(|(id, d)| json!({"id": id, "size": d.len()})).collect::<Vec<_>>(),
         "derived": {
+            "layout": layout::describe(fragment, meta),
             "cell_count": meta.cell_count(),
             "tile_count": meta.tile_count,
             "cells_per_tile": meta.cells_per_tile,
@@ -328,6 +330,7 @@ pub fn array(array: &Array) -> Value {
                 versions.insert(m.footer.version);
                 total_cells += m.cell_count();
                 json!({"name": f.name, "dir": f.rel_dir, "version": m.footer.version,
+                       "layout": layout::describe(f, &m),
                        "timestamp_range": [f.timestamps.t1, f.timestamps.t2],
                        "type": if m.footer.dense { "dense" } else { "sparse" },
                        "cell_count": m.cell_count(), "size_on_disk": dir_size(&f.dir)})
