@@ -283,24 +283,42 @@ impl FragmentMeta {
     /// Per-tile min and max of a slot (v11+; empty when the field has none).
     pub fn tile_bounds(&self, slot: usize) -> Result<(TileBounds, TileBounds)> {
         let f = &self.footer;
-        let (Some(&min_at), Some(&max_at)) =
-            (f.tile_min_offsets.get(slot), f.tile_max_offsets.get(slot))
-        else {
+        self.bounds_pair(
+            f.tile_min_offsets.get(slot),
+            f.tile_max_offsets.get(slot),
+            &format!("of slot {slot}"),
+            "tile",
+        )
+    }
+
+    /// Per-tile first and last coordinate, in global order, of dimension `dim`: the
+    /// bounds v23 sparse fragments add; empty before.
+    pub fn global_order_bounds(&self, dim: usize) -> Result<(TileBounds, TileBounds)> {
+        let f = &self.footer;
+        self.bounds_pair(
+            f.global_order_min_offsets.get(dim),
+            f.global_order_max_offsets.get(dim),
+            &format!("of dimension {dim}"),
+            "global-order",
+        )
+    }
+
+    /// The min and max generic tiles at the given offsets, if the footer has them.
+    fn bounds_pair(
+        &self,
+        min_at: Option<&u64>,
+        max_at: Option<&u64>,
+        of: &str,
+        kind: &str,
+    ) -> Result<(TileBounds, TileBounds)> {
+        let (Some(&min_at), Some(&max_at)) = (min_at, max_at) else {
             return Ok(Default::default());
         };
-        let what = format!(
-            "{}, {METADATA_FILE}, tile mins of slot {slot}",
-            self.context
-        );
-        let min = TileBounds::parse(&self.generic_tile(min_at, &what)?)
-            .map_err(|e| Error::format(&what, e))?;
-        let what = format!(
-            "{}, {METADATA_FILE}, tile maxes of slot {slot}",
-            self.context
-        );
-        let max = TileBounds::parse(&self.generic_tile(max_at, &what)?)
-            .map_err(|e| Error::format(&what, e))?;
-        Ok((min, max))
+        let load = |at: u64, which: &str| {
+            let what = format!("{}, {METADATA_FILE}, {kind} {which} {of}", self.context);
+            TileBounds::parse(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
+        };
+        Ok((load(min_at, "mins")?, load(max_at, "maxes")?))
     }
 
     pub fn tile_sums(&self, slot: usize) -> Result<Vec<[u8; 8]>> {
