@@ -279,3 +279,52 @@ fn fragments_newer_than_format_23_are_refused_in_one_line() {
     assert!(!ok);
     assert_one_line(&stderr, &[&old, "format version 24", "versions 1 to 23"]);
 }
+
+/// Corrupt legacy files give one error naming the fragment, the file and (for data) the
+/// tile, never a panic or wrong bytes.
+#[test]
+fn corrupt_legacy_files_are_named() {
+    let (_tmp, array) = copy_handbuilt("v1_sparse_zipped");
+    let frag = std::fs::read_dir(&array)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .find(|e| e.file_type().unwrap().is_dir())
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let truncate = |file: &str, len: u64| {
+        let path = array.join(&frag).join(file);
+        let saved = std::fs::read(&path).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        saved
+    };
+    let array_arg = array.to_str().unwrap();
+
+    // Whole-file metadata cut in half: the fragment, not the array, fails.
+    let saved = truncate("__fragment_metadata.tdb", 100);
+    let (ok, stderr) = cli(&["ls", array_arg, &format!("fragments/{frag}")]);
+    assert!(!ok);
+    assert_one_line(&stderr, &[&frag, "__fragment_metadata.tdb", "truncated"]);
+    std::fs::write(array.join(&frag).join("__fragment_metadata.tdb"), saved).unwrap();
+
+    // __coords.tdb cut inside tile 1: every dimension names the file and the tile.
+    truncate("__coords.tdb", 50);
+    for dim in ["r", "c"] {
+        let (ok, stderr) = cli(&[
+            "cat",
+            array_arg,
+            &format!("fragments/{frag}/{dim}/values.bin"),
+        ]);
+        assert!(!ok);
+        assert_one_line(&stderr, &[&frag, "__coords.tdb", "tile 1", "truncated"]);
+    }
+    // The attributes still read.
+    let (ok, stderr) = cli(&["cat", array_arg, &format!("fragments/{frag}/a/values.bin")]);
+    assert!(ok, "{stderr}");
+}
