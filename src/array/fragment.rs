@@ -146,17 +146,16 @@ impl FragmentMeta {
         }
         // TileDB picks the loader by the version in the name: generation ONE names
         // (which claim 2) and any name of version 1 or 2 have whole-file metadata.
-        let loaded = if name_version <= 2 {
-            load_whole_file(fragment, schemas, &context)?
-        } else {
-            load_footer(fragment, schemas, &context)?
-        };
         let Loaded {
             footer,
             schema_file,
             layout,
             whole_file,
-        } = loaded;
+        } = if name_version <= 2 {
+            load_whole_file(fragment, schemas, &context)?
+        } else {
+            load_footer(fragment, schemas, &context)?
+        };
         let schema = schema_file.schema.clone();
         let fields = fragment_fields(&schema, &footer);
         let (tile_count, cells_per_tile, last_tile_cells) = if footer.dense {
