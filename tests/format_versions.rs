@@ -191,9 +191,7 @@ fn cli(args: &[&str]) -> (bool, String) {
 
 fn assert_one_line(stderr: &str, parts: &[&str]) {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    for p in parts {
-        assert!(stderr.contains(p), "{stderr:?} does not mention {p:?}");
-    }
+    assert_names(stderr, parts);
 }
 
 #[test]
@@ -209,22 +207,11 @@ fn arrays_older_than_format_1_are_refused_in_one_line() {
     }
 }
 
-/// Copies a hand-built array into a temporary folder.
+/// A private copy of a hand-built array.
 fn copy_handbuilt(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
     let tmp = tempfile::tempdir().unwrap();
     let array = tmp.path().join(name);
-    copy(&handbuilt().join(name), &array);
+    copy_dir(&handbuilt().join(name), &array);
     (tmp, array)
 }
 
