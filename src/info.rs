@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::array::fragment::dir_size;
+use crate::array::layout;
 use crate::array::Array;
 use crate::view::json::non_empty_domain;
 use crate::view::text::iso_ms;
@@ -89,6 +90,7 @@ pub fn render(array: &Array) -> String {
                     size,
                     domain_text(&non_empty_domain(&m))
                 );
+                let _ = writeln!(out, "      layout  {}", layout::describe(f, &m));
             }
             Err(e) => {
                 let _ = writeln!(out, "  {:<48} unreadable: {e}", f.name);

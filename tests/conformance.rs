@@ -1,6 +1,8 @@
 //! Every stored field of every fragment, as served by `read_at`, equals what TileDB read
-//! back (the `*.expected.json` files): the repo's fixtures always, the shared corpus when
-//! `../shared` is present.
+//! back (the `*.expected.json` files): the repo's fixtures always, and every array of
+//! the shared corpus (formats 2 to 22) when `../shared` is present; CI requires it
+//! (`FRAGFS_REQUIRE_CORPUS=1` in `.ci/run`). `fragfs info` must name each fragment's
+//! format version and layout.
 
 mod common;
 
@@ -18,7 +20,11 @@ fn repo_fixtures_match_tiledb() {
     );
     let mut failures = Vec::new();
     for (array, expected) in &arrays {
-        match check_array(array, expected) {
+        let checked = check_array(array, expected).and_then(|n| {
+            let view = open_view(array, expected).map_err(|e| e.to_string())?;
+            check_info(&view.array, expected).map(|_| n)
+        });
+        match checked {
             Ok(n) => assert!(n > 0, "{}: no field checked", array.display()),
             Err(e) => failures.push(format!("{}: {e}", array.display())),
         }
@@ -26,24 +32,34 @@ fn repo_fixtures_match_tiledb() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Versions whose arrays must all pass; older folders are reported (issue: formats 1-7).
-const REQUIRED_FROM: u32 = 8;
+/// Arrays in the shared corpus: every format TileDB wrote from 2 to 22 (format 1 has no
+/// installable writer; see `legacy.rs` for its fixtures).
+const CORPUS_ARRAYS: usize = 525;
+const CORPUS_VERSIONS: std::ops::RangeInclusive<u32> = 2..=22;
 
-#[test]
-fn shared_corpus_matches_tiledb() {
+/// The shared corpus, or `None` (test skipped) when it is absent. CI sets
+/// `FRAGFS_REQUIRE_CORPUS=1`, where an absent corpus is a failure.
+fn corpus_or_skip() -> Option<std::path::PathBuf> {
     let corpus = shared_corpus();
-    if !corpus.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            corpus.display()
-        );
-        return;
+    if corpus.is_dir() {
+        return Some(corpus);
     }
-    let mut report: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
-    let mut required_failures = Vec::new();
-    let mut other_failures = Vec::new();
-    let mut fields = 0;
-    for entry in std::fs::read_dir(&corpus).unwrap() {
+    assert!(
+        std::env::var_os("FRAGFS_REQUIRE_CORPUS").is_none(),
+        "FRAGFS_REQUIRE_CORPUS is set but {} is absent",
+        corpus.display()
+    );
+    println!(
+        "SKIP: {} is absent (the shared corpus lives beside the repo)",
+        corpus.display()
+    );
+    None
+}
+
+/// `(version, array, expected)` for every array of the corpus.
+fn corpus_arrays(corpus: &std::path::Path) -> Vec<(u32, std::path::PathBuf, serde_json::Value)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(corpus).unwrap() {
         let dir = entry.unwrap().path();
         let Some(version) = dir
             .file_name()
@@ -54,24 +70,34 @@ fn shared_corpus_matches_tiledb() {
             continue;
         };
         for (array, expected) in expected_files(&dir) {
-            let r = report.entry(version).or_default();
-            match check_array(&array, &expected) {
-                Ok(n) => {
-                    r.0 += 1;
-                    fields += n;
-                }
-                Err(e) => {
-                    r.1 += 1;
-                    let line = format!(
-                        "v{version}/{}: {e}",
-                        array.file_name().unwrap().to_string_lossy()
-                    );
-                    if version >= REQUIRED_FROM {
-                        required_failures.push(line);
-                    } else {
-                        other_failures.push(line);
-                    }
-                }
+            out.push((version, array, expected));
+        }
+    }
+    out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    out
+}
+
+#[test]
+fn shared_corpus_matches_tiledb() {
+    let Some(corpus) = corpus_or_skip() else {
+        return;
+    };
+    let mut report: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut fields = 0;
+    for (version, array, expected) in corpus_arrays(&corpus) {
+        let r = report.entry(version).or_default();
+        match check_array(&array, &expected) {
+            Ok(n) => {
+                r.0 += 1;
+                fields += n;
+            }
+            Err(e) => {
+                r.1 += 1;
+                failures.push(format!(
+                    "v{version}/{}: {e}",
+                    array.file_name().unwrap().to_string_lossy()
+                ));
             }
         }
     }
@@ -79,53 +105,42 @@ fn shared_corpus_matches_tiledb() {
         println!("v{v}: {ok} arrays pass, {bad} fail");
     }
     println!("{fields} fields checked");
-    for f in &other_failures {
-        println!("(not yet required) {f}");
-    }
-    let required: usize = report
-        .range(REQUIRED_FROM..)
-        .map(|(_, (ok, bad))| ok + bad)
-        .sum();
-    assert!(
-        required >= 414,
-        "expected the 414 arrays of v8..v22, found {required}"
+    let total: usize = report.values().map(|(ok, bad)| ok + bad).sum();
+    assert_eq!(
+        report.keys().copied().collect::<Vec<_>>(),
+        CORPUS_VERSIONS.collect::<Vec<_>>(),
+        "a version folder is missing"
+    );
+    assert_eq!(
+        total, CORPUS_ARRAYS,
+        "expected the {CORPUS_ARRAYS} arrays of the corpus"
     );
     assert!(
-        required_failures.is_empty(),
+        failures.is_empty(),
         "{} failures:\n{}",
-        required_failures.len(),
-        required_failures.join("\n")
+        failures.len(),
+        failures.join("\n")
     );
 }
 
 #[test]
 fn shared_corpus_tree_lists_and_renders() {
-    let corpus = shared_corpus();
-    if !corpus.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            corpus.display()
-        );
+    let Some(corpus) = corpus_or_skip() else {
         return;
-    }
+    };
     let mut failures = Vec::new();
-    let mut arrays = 0;
-    for version in REQUIRED_FROM..=22 {
-        for (array, expected) in expected_files(&corpus.join(format!("v{version}"))) {
-            arrays += 1;
-            let result = open_view(&array, &expected)
-                .map_err(|e| e.to_string())
-                .and_then(|view| {
-                    walk_tree(&view)?;
-                    let info = fragfs::info::render(&view.array);
-                    assert!(info.contains("fragments"));
-                    Ok(())
-                });
-            if let Err(e) = result {
-                failures.push(format!("{}: {e}", array.display()));
-            }
+    let arrays = corpus_arrays(&corpus);
+    for (_, array, expected) in &arrays {
+        let result = open_view(array, expected)
+            .map_err(|e| e.to_string())
+            .and_then(|view| {
+                walk_tree(&view)?;
+                check_info(&view.array, expected)
+            });
+        if let Err(e) = result {
+            failures.push(format!("{}: {e}", array.display()));
         }
     }
-    assert!(arrays >= 414);
+    assert_eq!(arrays.len(), CORPUS_ARRAYS);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -148,6 +148,14 @@ fn unknown_format_version_is_refused_with_the_range() {
         .unwrap()
         .to_string();
     assert_names(&err, &["format version 24", "versions 1 to 23"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .args(["info", array.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_names(&stderr, &["format version 24", "versions 1 to 23"]);
 
     // A fragment footer claiming version 99: that fragment fails, naming itself.
     let (_t, array, frag2) = copy_fixture("dense_basic");

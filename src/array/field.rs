@@ -2,6 +2,7 @@
 //! files and pipelines, as decided by the fragment's own schema and version
 //! (`07-data-files-and-cells.md` §1-2).
 
+use crate::format::coords::{CoordsLayout, CoordsSlice};
 use crate::format::footer::Footer;
 use crate::format::schema::{ArraySchema, VAR_NUM};
 use crate::format::{Datatype, FilterPipeline};
@@ -35,10 +36,14 @@ pub struct Field {
     pub nullable: bool,
     /// Pipeline of the data (fixed values, or var bytes of a var field).
     pub filters: FilterPipeline,
-    /// Data file name without `.tdb` (`a0`, `d1`, `t`, or the field name before v9).
+    /// Data file name without `.tdb` (`a0`, `d1`, `t`, the field name before v9, or
+    /// `__coords` for the dimensions of sparse fragments before v5).
     pub file_base: String,
     /// False for the dimensions of dense fragments, which store no coordinates.
     pub stored: bool,
+    /// Dimensions of sparse fragments before v5: where this dimension lies in the
+    /// combined `__coords.tdb` tiles (shared by every dimension, slot A).
+    pub coords: Option<CoordsSlice>,
 }
 
 impl Field {
@@ -46,12 +51,21 @@ impl Field {
         self.cell_val_num == VAR_NUM
     }
 
-    /// Bytes per cell of the fixed data file (8 for the offsets of var fields).
+    /// Bytes per cell of `values.bin` (8 for the offsets of var fields).
     pub fn cell_size(&self) -> u64 {
         if self.is_var() {
             8
         } else {
             self.cell_val_num as u64 * self.datatype.size()
+        }
+    }
+
+    /// Bytes per cell of the data file: as [`cell_size`](Self::cell_size), except in
+    /// `__coords.tdb`, where a cell holds the coordinates of every dimension.
+    pub fn file_cell_size(&self) -> u64 {
+        match &self.coords {
+            Some(c) => c.cell_size(),
+            None => self.cell_size(),
         }
     }
 
@@ -121,17 +135,30 @@ pub fn fragment_fields(schema: &ArraySchema, footer: &Footer) -> Vec<Field> {
         }
     };
     let mut fields = Vec::new();
+    let dims = schema.dimensions.len() as u64;
+    let coords_layout =
+        (v < 5 && !footer.dense).then(|| CoordsLayout::of(v, &schema.coords_filters));
     for (j, d) in schema.dimensions.iter().enumerate() {
+        let coords = coords_layout.map(|layout| CoordsSlice {
+            layout,
+            dim: j as u64,
+            dims,
+            value_size: d.datatype.size(),
+        });
         fields.push(Field {
             name: d.name.clone(),
             role: FieldRole::Dimension,
-            slot: a + 1 + j,
+            slot: if coords.is_some() { a } else { a + 1 + j },
             datatype: d.datatype,
             cell_val_num: d.cell_val_num,
             nullable: false,
             filters: schema.dimension_filters(d),
-            file_base: base(format!("d{j}"), &d.name),
+            file_base: match coords {
+                Some(_) => "__coords".to_string(),
+                None => base(format!("d{j}"), &d.name),
+            },
             stored: !footer.dense,
+            coords,
         });
     }
     for (i, at) in schema.attributes.iter().enumerate() {
@@ -145,6 +172,7 @@ pub fn fragment_fields(schema: &ArraySchema, footer: &Footer) -> Vec<Field> {
             filters: at.filters.clone(),
             file_base: base(format!("a{i}"), &at.name),
             stored: true,
+            coords: None,
         });
     }
     let mut slot = a + 1 + schema.dimensions.len();
@@ -159,6 +187,7 @@ pub fn fragment_fields(schema: &ArraySchema, footer: &Footer) -> Vec<Field> {
             filters: schema.coords_filters.clone(),
             file_base: file.to_string(),
             stored: true,
+            coords: None,
         });
         slot += 1;
     };

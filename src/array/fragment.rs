@@ -1,26 +1,33 @@
 //! One fragment and its metadata, loaded on first use: the footer when the fragment is
 //! first looked at, each per-field list of tile offsets only when a tile of that field is
 //! read. Mounting an array with 100,000 fragments reads no fragment metadata.
+//!
+//! Formats 1-2 keep all metadata in one generic tile; it is read at once and presented
+//! like a footer with its lists already loaded, so callers see one kind of fragment.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::format::error::{FormatError, NEWEST_FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::format::footer::{footer_location, Footer, FooterLocation};
 use crate::format::fragment_metadata::{
-    parse_fragment_stats, parse_processed_conditions, parse_sums, parse_u64_list, FieldStats,
+    parse_fragment_stats, parse_processed_conditions, parse_sums, parse_u64_list, FieldStats, Mbr,
     RTree, TileBounds,
 };
-use crate::format::name::{NameGeneration, TimestampedName};
+use crate::format::legacy_metadata::LegacyMetadata;
+use crate::format::name::TimestampedName;
 use crate::format::schema::ArraySchema;
 use crate::format::{datatype::decode_int, Reader};
 
 use super::field::{fragment_fields, Field};
-use super::generic_tile::read_generic_tile;
+use super::generic_tile::{decode_generic_tile, read_generic_tile};
 use super::storage::DataFile;
 use super::SchemaFile;
 
 pub const METADATA_FILE: &str = "__fragment_metadata.tdb";
+/// The combined coordinates of sparse fragments before v5.
+pub const COORDS_FILE: &str = "__coords.tdb";
 
 #[derive(Debug)]
 pub struct Fragment {
@@ -56,10 +63,35 @@ pub struct FragmentMeta {
     /// Cells of every tile but the last (dense: all tiles).
     pub cells_per_tile: u64,
     pub last_tile_cells: u64,
+    /// How `__fragment_metadata.tdb` is organised.
+    pub layout: MetadataLayout,
     metadata_path: PathBuf,
     key: Option<[u8; 32]>,
     context: String,
     lists: [LazyLists; 4],
+    /// v1/v2: the flat MBR list of the whole-file metadata (there is no R-tree yet).
+    legacy_mbrs: Option<Vec<Mbr>>,
+}
+
+/// How a fragment's `__fragment_metadata.tdb` is organised (`06-fragment-metadata.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataLayout {
+    /// v1-v2: the whole file is one generic tile.
+    WholeFile,
+    /// v3-v9 with fixed-size dimensions: a footer whose length follows from the schema.
+    ComputedFooter,
+    /// v10+, or a var-size dimension: the file ends with the footer's length.
+    TrailingFooter,
+}
+
+impl MetadataLayout {
+    pub fn describe(self) -> &'static str {
+        match self {
+            MetadataLayout::WholeFile => "whole-file metadata",
+            MetadataLayout::ComputedFooter => "footer at a computed offset",
+            MetadataLayout::TrailingFooter => "footer with trailing length",
+        }
+    }
 }
 
 impl Fragment {
@@ -102,61 +134,29 @@ impl Fragment {
 impl FragmentMeta {
     fn load(fragment: &Fragment, schemas: &[SchemaFile]) -> Result<FragmentMeta> {
         let context = format!("fragment {}", fragment.name);
-        let metadata_path = fragment.metadata_path();
-        if fragment.timestamps.generation == NameGeneration::One {
-            return Err(Error::corrupt(
+        let name_version = fragment.timestamps.version;
+        if !(OLDEST_FORMAT_VERSION..=NEWEST_FORMAT_VERSION).contains(&name_version) {
+            return Err(Error::format(
                 &context,
-                "format 1-2 fragment metadata (whole-file generic tile) is not supported yet",
+                FormatError::UnsupportedVersion {
+                    what: "fragment name",
+                    found: name_version,
+                },
             ));
         }
-        let file = DataFile::open(&metadata_path)?;
-        // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
-        let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
-        let name_version = fragment.timestamps.version;
-        let footer_bytes = if name_version >= 10 {
-            read_trailing_footer(&file, &context)?
+        // TileDB picks the loader by the version in the name: generation ONE names
+        // (which claim 2) and any name of version 1 or 2 have whole-file metadata.
+        let Loaded {
+            footer,
+            schema_file,
+            layout,
+            whole_file,
+        } = if name_version <= 2 {
+            load_whole_file(fragment, schemas, &context)?
         } else {
-            let schema = legacy
-                .or(schemas.first())
-                .ok_or_else(|| Error::corrupt(&context, "no schema for a pre-v10 fragment"))?;
-            match footer_location(name_version, &schema.schema) {
-                FooterLocation::Trailing => read_trailing_footer(&file, &context)?,
-                FooterLocation::Computed(len) => {
-                    let start = file.len().checked_sub(len).ok_or_else(|| {
-                        Error::corrupt(
-                            format!("{context}, {METADATA_FILE}"),
-                            format!(
-                                "file of {} bytes is shorter than its {len}-byte footer",
-                                file.len()
-                            ),
-                        )
-                    })?;
-                    file.read(start, len)?
-                }
-            }
-        };
-        let version_in_footer = Reader::new(&footer_bytes)
-            .u32("footer version")
-            .map_err(|e| Error::format(format!("{context}, {METADATA_FILE}"), e))?;
-        let schema_file = if version_in_footer >= 10 {
-            let mut r = Reader::new(&footer_bytes);
-            let name = r
-                .u32("footer version")
-                .and_then(|_| r.string_u64("array schema name"))
-                .map_err(|e| Error::format(format!("{context}, {METADATA_FILE}"), e))?;
-            let n = name.trim_start_matches('/').to_string();
-            schemas.iter().find(|s| s.name == n).ok_or_else(|| {
-                Error::corrupt(
-                    &context,
-                    format!("footer names schema {n}, which is not in __schema/"),
-                )
-            })?
-        } else {
-            legacy.ok_or_else(|| Error::corrupt(&context, "no __array_schema.tdb"))?
+            load_footer(fragment, schemas, &context)?
         };
         let schema = schema_file.schema.clone();
-        let footer = Footer::parse(&footer_bytes, &schema)
-            .map_err(|e| Error::format(format!("{context}, {METADATA_FILE} footer"), e))?;
         let fields = fragment_fields(&schema, &footer);
         let (tile_count, cells_per_tile, last_tile_cells) = if footer.dense {
             dense_tiling(&schema, &footer).map_err(|r| Error::corrupt(&context, r))?
@@ -168,8 +168,31 @@ impl FragmentMeta {
             };
             (footer.sparse_tile_num, schema.capacity, last)
         };
-        let slots = footer.slot_count(&schema);
-        let lazy = || (0..slots).map(|_| OnceLock::new()).collect::<Vec<_>>();
+        let (lists, legacy_mbrs) = match whole_file {
+            // Everything is in memory already: the lists start out loaded.
+            Some(m) => {
+                let loaded = |lists: Vec<Vec<u64>>| -> LazyLists {
+                    lists
+                        .into_iter()
+                        .map(|l| OnceLock::from(Ok(Arc::new(l))))
+                        .collect()
+                };
+                (
+                    [
+                        loaded(m.tile_offsets),
+                        loaded(m.tile_var_offsets),
+                        loaded(m.tile_var_sizes),
+                        Vec::new(),
+                    ],
+                    Some(m.mbrs),
+                )
+            }
+            None => {
+                let slots = footer.slot_count(&schema);
+                let lazy = || (0..slots).map(|_| OnceLock::new()).collect::<Vec<_>>();
+                ([lazy(), lazy(), lazy(), lazy()], None)
+            }
+        };
         Ok(FragmentMeta {
             footer,
             schema,
@@ -178,10 +201,12 @@ impl FragmentMeta {
             tile_count,
             cells_per_tile,
             last_tile_cells,
-            metadata_path,
+            layout,
+            metadata_path: fragment.metadata_path(),
             key: fragment.key,
             context,
-            lists: [lazy(), lazy(), lazy(), lazy()],
+            lists,
+            legacy_mbrs,
         })
     }
 
@@ -239,8 +264,15 @@ impl FragmentMeta {
         read_generic_tile(&file, offset, self.key, what)
     }
 
-    /// The R-tree (sparse fragments: one leaf MBR per tile).
+    /// The R-tree (sparse fragments: one leaf MBR per tile). For v1/v2 fragments, which
+    /// only have a flat MBR list, a single leaf level with fanout 0.
     pub fn rtree(&self) -> Result<RTree> {
+        if let Some(mbrs) = &self.legacy_mbrs {
+            return Ok(RTree {
+                fanout: 0,
+                levels: vec![mbrs.clone()],
+            });
+        }
         let what = format!("{}, {METADATA_FILE}, R-tree", self.context);
         let bytes = self.generic_tile(self.footer.rtree_offset, &what)?;
         RTree::parse(&bytes, self.footer.version, &self.schema.dimensions)
@@ -250,24 +282,42 @@ impl FragmentMeta {
     /// Per-tile min and max of a slot (v11+; empty when the field has none).
     pub fn tile_bounds(&self, slot: usize) -> Result<(TileBounds, TileBounds)> {
         let f = &self.footer;
-        let (Some(&min_at), Some(&max_at)) =
-            (f.tile_min_offsets.get(slot), f.tile_max_offsets.get(slot))
-        else {
+        self.bounds_pair(
+            f.tile_min_offsets.get(slot),
+            f.tile_max_offsets.get(slot),
+            &format!("of slot {slot}"),
+            "tile",
+        )
+    }
+
+    /// Per-tile first and last coordinate, in global order, of dimension `dim`: the
+    /// bounds v23 sparse fragments add; empty before.
+    pub fn global_order_bounds(&self, dim: usize) -> Result<(TileBounds, TileBounds)> {
+        let f = &self.footer;
+        self.bounds_pair(
+            f.global_order_min_offsets.get(dim),
+            f.global_order_max_offsets.get(dim),
+            &format!("of dimension {dim}"),
+            "global-order",
+        )
+    }
+
+    /// The min and max generic tiles at the given offsets, if the footer has them.
+    fn bounds_pair(
+        &self,
+        min_at: Option<&u64>,
+        max_at: Option<&u64>,
+        of: &str,
+        kind: &str,
+    ) -> Result<(TileBounds, TileBounds)> {
+        let (Some(&min_at), Some(&max_at)) = (min_at, max_at) else {
             return Ok(Default::default());
         };
-        let what = format!(
-            "{}, {METADATA_FILE}, tile mins of slot {slot}",
-            self.context
-        );
-        let min = TileBounds::parse(&self.generic_tile(min_at, &what)?)
-            .map_err(|e| Error::format(&what, e))?;
-        let what = format!(
-            "{}, {METADATA_FILE}, tile maxes of slot {slot}",
-            self.context
-        );
-        let max = TileBounds::parse(&self.generic_tile(max_at, &what)?)
-            .map_err(|e| Error::format(&what, e))?;
-        Ok((min, max))
+        let load = |at: u64, which: &str| {
+            let what = format!("{}, {METADATA_FILE}, {kind} {which} {of}", self.context);
+            TileBounds::parse(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
+        };
+        Ok((load(min_at, "mins")?, load(max_at, "maxes")?))
     }
 
     pub fn tile_sums(&self, slot: usize) -> Result<Vec<[u8; 8]>> {
@@ -322,6 +372,109 @@ impl FragmentMeta {
     pub fn key(&self) -> Option<[u8; 32]> {
         self.key
     }
+}
+
+/// What a metadata loader found: the footer (real or, for v1/v2, synthesized), the
+/// schema the fragment was written with, and how the file was laid out.
+struct Loaded<'a> {
+    footer: Footer,
+    schema_file: &'a SchemaFile,
+    layout: MetadataLayout,
+    /// v1/v2: the whole metadata, lists and MBRs included.
+    whole_file: Option<LegacyMetadata>,
+}
+
+/// Formats 1-2: the whole `__fragment_metadata.tdb` is one generic tile
+/// (`06-fragment-metadata.md` §5), read against `__array_schema.tdb`.
+fn load_whole_file<'a>(
+    fragment: &Fragment,
+    schemas: &'a [SchemaFile],
+    context: &str,
+) -> Result<Loaded<'a>> {
+    let what = format!("{context}, {METADATA_FILE}");
+    let schema_file = schemas
+        .iter()
+        .find(|s| s.name == super::LEGACY_SCHEMA)
+        .ok_or_else(|| Error::corrupt(context, "no __array_schema.tdb for a v1-v2 fragment"))?;
+    let bytes = DataFile::open(&fragment.metadata_path())?.read_all()?;
+    let (_, payload) = decode_generic_tile(&bytes, fragment.key, &what)?;
+    let metadata = LegacyMetadata::parse(&payload, &schema_file.schema)
+        .map_err(|e| Error::format(&what, e))?;
+    // There is no dense flag yet: only sparse fragments have coordinates.
+    let dense = !fragment.dir.join(COORDS_FILE).is_file();
+    Ok(Loaded {
+        footer: metadata.footer(dense),
+        schema_file,
+        layout: MetadataLayout::WholeFile,
+        whole_file: Some(metadata),
+    })
+}
+
+/// Formats 3+: a footer at the end of the file, found by computation before v10 (fixed
+/// dimensions) or by the trailing length (`06` §3.3); its version is authoritative.
+fn load_footer<'a>(
+    fragment: &Fragment,
+    schemas: &'a [SchemaFile],
+    context: &str,
+) -> Result<Loaded<'a>> {
+    let what = format!("{context}, {METADATA_FILE}");
+    let file = DataFile::open(&fragment.metadata_path())?;
+    // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
+    let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
+    let name_version = fragment.timestamps.version;
+    let location = if name_version >= 10 {
+        FooterLocation::Trailing
+    } else {
+        let schema = legacy
+            .or(schemas.first())
+            .ok_or_else(|| Error::corrupt(context, "no schema for a pre-v10 fragment"))?;
+        footer_location(name_version, &schema.schema)
+    };
+    let (footer_bytes, layout) = match location {
+        FooterLocation::Trailing => (
+            read_trailing_footer(&file, context)?,
+            MetadataLayout::TrailingFooter,
+        ),
+        FooterLocation::Computed(len) => {
+            let start = file.len().checked_sub(len).ok_or_else(|| {
+                Error::corrupt(
+                    &what,
+                    format!(
+                        "file of {} bytes is shorter than its {len}-byte footer",
+                        file.len()
+                    ),
+                )
+            })?;
+            (file.read(start, len)?, MetadataLayout::ComputedFooter)
+        }
+    };
+    let version_in_footer = Reader::new(&footer_bytes)
+        .u32("footer version")
+        .map_err(|e| Error::format(&what, e))?;
+    let schema_file = if version_in_footer >= 10 {
+        let mut r = Reader::new(&footer_bytes);
+        let name = r
+            .u32("footer version")
+            .and_then(|_| r.string_u64("array schema name"))
+            .map_err(|e| Error::format(&what, e))?;
+        let n = name.trim_start_matches('/').to_string();
+        schemas.iter().find(|s| s.name == n).ok_or_else(|| {
+            Error::corrupt(
+                context,
+                format!("footer names schema {n}, which is not in __schema/"),
+            )
+        })?
+    } else {
+        legacy.ok_or_else(|| Error::corrupt(context, "no __array_schema.tdb"))?
+    };
+    let footer = Footer::parse(&footer_bytes, &schema_file.schema)
+        .map_err(|e| Error::format(format!("{what} footer"), e))?;
+    Ok(Loaded {
+        footer,
+        schema_file,
+        layout,
+        whole_file: None,
+    })
 }
 
 fn read_trailing_footer(file: &DataFile, context: &str) -> Result<Vec<u8>> {

@@ -5,6 +5,7 @@ pub mod dense_grid;
 pub mod field;
 pub mod fragment;
 pub mod generic_tile;
+pub mod layout;
 pub mod liveness;
 pub mod storage;
 pub mod tile;

@@ -77,7 +77,7 @@ impl TileFile {
                 &f.file_sizes,
                 field.filters.clone(),
                 field.datatype,
-                field.cell_size(),
+                field.file_cell_size(),
             ),
             FileRole::Var => (
                 field.var_file(),

@@ -31,6 +31,11 @@ pub enum FormatError {
         "unsupported {what} format version {found} (fragfs reads versions {OLDEST_FORMAT_VERSION} to {NEWEST_FORMAT_VERSION})"
     )]
     UnsupportedVersion { what: &'static str, found: u32 },
+    /// A file in the layout of TileDB 1.3 and older, which had no format version yet.
+    #[error(
+        "unsupported format version 0: the layout of TileDB 1.3 and older (fragfs reads versions {OLDEST_FORMAT_VERSION} to {NEWEST_FORMAT_VERSION})"
+    )]
+    PreVersion1,
 }
 
 pub type Result<T, E = FormatError> = std::result::Result<T, E>;

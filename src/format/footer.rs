@@ -93,6 +93,16 @@ impl Footer {
             ..Footer::default()
         };
         let v = f.version;
+        if v == 1 || v == 2 {
+            return Err(FormatError::Invalid {
+                field: "footer version",
+                offset: 0,
+                reason: format!(
+                    "version {v} in a footer, but versions 1 and 2 keep their metadata in one \
+                     generic tile (the fragment's name claims a later version)"
+                ),
+            });
+        }
         if !(3..=NEWEST_FORMAT_VERSION).contains(&v) {
             return Err(FormatError::UnsupportedVersion {
                 what: "fragment footer",

@@ -8,6 +8,22 @@ use super::reader::Reader;
 /// Fixed part of the header before the pipeline.
 pub const BASE_HEADER_LEN: u64 = 34;
 
+/// Header of the tiles TileDB 1.3 and older wrote ("format 0", `08-format-history.md`):
+/// `u64` persisted size, `u64` tile size, `u8` datatype, `u64` cell size, `u8`
+/// compressor, `i32` level. It has no version field.
+const PRE_VERSION_1_HEADER_LEN: u64 = 30;
+
+/// True when a whole file (a schema, a fragment's metadata) is one tile of TileDB 1.3
+/// or older: it starts with the persisted size instead of a version, and that size plus
+/// the old header is exactly the file. Only consulted when the first `u32` is not a
+/// known version, so a format 1+ file is never taken for an older one.
+pub fn is_pre_version_1_file(file: &[u8]) -> bool {
+    let mut r = Reader::new(file);
+    r.u64("persisted size").is_ok_and(|persisted| {
+        persisted.checked_add(PRE_VERSION_1_HEADER_LEN) == Some(file.len() as u64)
+    })
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenericTileHeader {
     pub version: u32,
@@ -25,11 +41,15 @@ pub struct GenericTileHeader {
 }
 
 impl GenericTileHeader {
-    /// Parses the header at the start of `bytes` (which may extend past the tile).
+    /// Parses the header at the start of `bytes` (which may extend past the tile; a
+    /// whole file is needed to recognise the pre-version-1 layout).
     pub fn parse(bytes: &[u8]) -> Result<GenericTileHeader> {
         let mut r = Reader::new(bytes);
         let version = r.u32("generic tile version")?;
         if version == 0 || version > NEWEST_FORMAT_VERSION {
+            if is_pre_version_1_file(bytes) {
+                return Err(FormatError::PreVersion1);
+            }
             return Err(FormatError::UnsupportedVersion {
                 what: "generic tile",
                 found: version,

@@ -2,11 +2,13 @@
 
 pub mod chunked;
 pub mod commits;
+pub mod coords;
 pub mod datatype;
 pub mod error;
 pub mod footer;
 pub mod fragment_metadata;
 pub mod generic_tile;
+pub mod legacy_metadata;
 pub mod name;
 pub mod pipeline;
 pub mod reader;

@@ -228,7 +228,24 @@ impl FieldReader<'_> {
     ) -> Result<Vec<u8>> {
         match file {
             RawFile::Validity => self.tile_bytes(FileRole::Validity, k, a, b),
-            RawFile::Values if !self.field.is_var() => self.tile_bytes(FileRole::Data, k, a, b),
+            RawFile::Values if !self.field.is_var() => match self.field.coords {
+                Some(coords) => {
+                    // One dimension of a legacy `__coords.tdb` tile (formats 1-4).
+                    let (from, to) = coords.source_range(self.meta.tile_cells(k), a, b);
+                    let source = self.tile_bytes(FileRole::Data, k, from, to)?;
+                    coords.extract(a, b, &source).ok_or_else(|| {
+                        Error::corrupt(
+                            format!(
+                                "{}, {}, tile {k}",
+                                self.meta.context(),
+                                self.field.data_file()
+                            ),
+                            "coordinate tile is shorter than its cells",
+                        )
+                    })
+                }
+                None => self.tile_bytes(FileRole::Data, k, a, b),
+            },
             RawFile::Values => match self.string_tile(k)? {
                 Some(tile) => {
                     let what = self.tile_file(FileRole::Var)?.tile_context(k);
@@ -284,7 +301,7 @@ impl FieldReader<'_> {
             let chunks = tf.chunks(&file, k)?;
             let cells = self.meta.tile_cells(k);
             let expected = match role {
-                FileRole::Data => cells.saturating_mul(self.field.cell_size()),
+                FileRole::Data => cells.saturating_mul(self.field.file_cell_size()),
                 FileRole::Validity => cells,
                 FileRole::Var => self
                     .var_starts()

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::array::field::FieldRole;
 use crate::array::fragment::{dir_size, FragmentMeta};
+use crate::array::layout;
 use crate::array::storage::DataFile;
 use crate::array::tile::{FileRole, TileFile};
 use crate::array::{Array, Fragment};
@@ -195,6 +197,7 @@ pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
         "processed_conditions_offset": f.processed_conditions_offset,
         "optional_sections": f.optional_sections.iter().map(|(id, d)| json!({"id": id, "size": d.len()})).collect::<Vec<_>>(),
         "derived": {
+            "layout": layout::describe(fragment, meta),
             "cell_count": meta.cell_count(),
             "tile_count": meta.tile_count,
             "cells_per_tile": meta.cells_per_tile,
@@ -236,11 +239,23 @@ fn bounds(b: &TileBounds, k: usize, meta: &FragmentMeta, f: &crate::array::field
     .unwrap_or(Value::Null)
 }
 
-/// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics.
+/// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics
+/// (v11+), the first and last coordinates in global order (v23+ sparse); per fragment
+/// the statistics (v12+), the processed delete/update conditions (v16+) and the R-tree.
 pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
     let mut fields = Map::new();
+    let fragment_stats = meta.fragment_stats()?;
+    let mut statistics = Map::new();
     for f in meta.fields.iter().filter(|f| f.stored) {
         let (min, max) = meta.tile_bounds(f.slot)?;
+        let dimension = match f.role {
+            FieldRole::Dimension => meta.schema.dimensions.iter().position(|d| d.name == f.name),
+            _ => None,
+        };
+        let (global_min, global_max) = match dimension {
+            Some(j) => meta.global_order_bounds(j)?,
+            None => Default::default(),
+        };
         let sums = meta.tile_sums(f.slot)?;
         let nulls = if f.nullable {
             meta.tile_null_counts(f.slot)?
@@ -297,9 +312,36 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
                     .map(|n| json!(n))
                     .unwrap_or(Value::Null),
             );
+            if !global_min.is_empty() {
+                let k = k as usize;
+                t.insert("global_order_min".into(), bounds(&global_min, k, meta, f));
+                t.insert("global_order_max".into(), bounds(&global_max, k, meta, f));
+            }
             tiles.push(Value::Object(t));
         }
         fields.insert(f.name.clone(), json!(tiles));
+        if let Some(stats) = fragment_stats.as_ref().and_then(|s| s.get(f.slot)) {
+            let cell = |b: &[u8]| match b.is_empty() {
+                true => Value::Null,
+                false => value::cell(b, f.datatype),
+            };
+            statistics.insert(
+                f.name.clone(),
+                json!({
+                    "min": cell(&stats.min),
+                    "max": cell(&stats.max),
+                    // Only fields with tile sums have a meaningful fragment sum.
+                    "sum": match sums.is_empty() {
+                        true => Value::Null,
+                        false => value::sum(&stats.sum, f.datatype),
+                    },
+                    "null_count": match f.nullable {
+                        true => json!(stats.null_count),
+                        false => Value::Null,
+                    },
+                }),
+            );
+        }
     }
     let mbrs = if meta.footer.dense {
         Value::Null
@@ -312,9 +354,14 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
             }).collect::<Vec<_>>()).collect::<Vec<_>>(),
         })
     };
-    Ok(
-        json!({"fragment": fragment.name, "tile_count": meta.tile_count, "fields": fields, "rtree": mbrs}),
-    )
+    Ok(json!({
+        "fragment": fragment.name,
+        "tile_count": meta.tile_count,
+        "fields": fields,
+        "fragment_statistics": fragment_stats.map(|_| statistics),
+        "processed_conditions": meta.processed_conditions()?,
+        "rtree": mbrs,
+    }))
 }
 
 pub fn array(array: &Array) -> Value {
@@ -328,6 +375,7 @@ pub fn array(array: &Array) -> Value {
                 versions.insert(m.footer.version);
                 total_cells += m.cell_count();
                 json!({"name": f.name, "dir": f.rel_dir, "version": m.footer.version,
+                       "layout": layout::describe(f, &m),
                        "timestamp_range": [f.timestamps.t1, f.timestamps.t2],
                        "type": if m.footer.dense { "dense" } else { "sparse" },
                        "cell_count": m.cell_count(), "size_on_disk": dir_size(&f.dir)})

@@ -24,6 +24,16 @@ pub fn fixtures() -> PathBuf {
     repo().join("tests/fixtures/tiledb")
 }
 
+/// Arrays from TileDB's own test inputs (`test/inputs/arrays`), copied from the spec.
+pub fn tiledb_test_inputs() -> PathBuf {
+    repo().join("tests/fixtures/tiledb-test-inputs")
+}
+
+/// Arrays built by `scripts/make_handbuilt_fixtures.py` from the spec alone.
+pub fn handbuilt() -> PathBuf {
+    repo().join("tests/fixtures/handbuilt")
+}
+
 /// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted.
 pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
@@ -402,4 +412,49 @@ pub fn assert_names(err: &str, parts: &[&str]) {
 pub fn first_chunk_data(bytes: &[u8]) -> usize {
     let md_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
     20 + md_len
+}
+
+/// `fragfs info` names every expected fragment with its format version (from the
+/// fragment itself, as the corpus recorded it) and its layout: dense, or where the
+/// coordinates are (`coords_file_layout` of formats 1-4: `__coords.tdb` split per tile
+/// or zipped).
+pub fn check_info(array: &fragfs::array::Array, expected: &Value) -> Result<(), String> {
+    let info = fragfs::info::render(array);
+    let lines: Vec<&str> = info.lines().collect();
+    for ef in expected["fragments"].as_array().into_iter().flatten() {
+        let dir = ef["fragment_dir"].as_str().unwrap_or_default();
+        let name = dir.rsplit('/').next().unwrap_or(dir);
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(name))
+            .ok_or(format!("info does not list {name}:\n{info}"))?;
+        let layout = lines
+            .get(at + 1)
+            .and_then(|l| l.trim_start().strip_prefix("layout  "))
+            .ok_or(format!("info has no layout line after {name}:\n{info}"))?;
+        let version = ef["fragment_format_version"].as_u64().unwrap_or(0);
+        let mut want = vec![format!("v{version}, ")];
+        if ef["type"] == "dense" {
+            want.push(", dense".into());
+        } else if let Some(coords) = ef["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find_map(|f| f["coords_file_layout"].as_str())
+        {
+            // The corpus README names "split_per_tile"; hand-built v1 fixtures add "zipped".
+            let shown = match coords {
+                "split_per_tile" => "split per tile",
+                "zipped" => "zipped",
+                other => return Err(format!("unknown coords_file_layout {other:?}")),
+            };
+            want.push(format!(", __coords.tdb {shown}"));
+        } else {
+            want.push(", one file per dimension".into());
+        }
+        if !layout.starts_with(&want[0]) || !want[1..].iter().all(|w| layout.contains(w)) {
+            return Err(format!("{name}: layout {layout:?}, expected {want:?}"));
+        }
+    }
+    Ok(())
 }
