@@ -196,18 +196,31 @@ pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
         "fragment_min_max_sum_null_count_offset": f.fragment_min_max_sum_null_count_offset,
         "processed_conditions_offset": f.processed_conditions_offset,
         "optional_sections": f.optional_sections.iter().map(|(id, d)| json!({"id": id, "size": d.len()})).collect::<Vec<_>>(),
-        "derived": {
-            "layout": layout::describe(fragment, meta),
-            "cell_count": meta.cell_count(),
-            "tile_count": meta.tile_count,
-            "cells_per_tile": meta.cells_per_tile,
-            "timestamp_range": [fragment.timestamps.t1, fragment.timestamps.t2],
-            "fields": meta.fields.iter().map(|x| json!({
+        "derived": derived(fragment, meta),
+    })
+}
+
+/// Facts computed from the footer and schema rather than stored in it.
+fn derived(fragment: &Fragment, meta: &FragmentMeta) -> Value {
+    let fields: Vec<Value> = meta
+        .fields
+        .iter()
+        .map(|x| {
+            json!({
                 "name": x.name, "role": x.role.name(), "slot": x.slot, "datatype": x.datatype.name(),
                 "cell_val_num": cell_val_num(x.cell_val_num), "nullable": x.nullable,
+                // Dense fragments store no coordinates: fragfs computes them.
                 "stored": x.stored, "synthesized": !x.stored, "files": field_files(x),
-            })).collect::<Vec<_>>(),
-        },
+            })
+        })
+        .collect();
+    json!({
+        "layout": layout::describe(fragment, meta),
+        "cell_count": meta.cell_count(),
+        "tile_count": meta.tile_count,
+        "cells_per_tile": meta.cells_per_tile,
+        "timestamp_range": [fragment.timestamps.t1, fragment.timestamps.t2],
+        "fields": fields,
     })
 }
 
