@@ -2,8 +2,9 @@
 # The test suite: unit tests, the fixture conformance test, error tests, real FUSE mounts,
 # and (when ../shared is beside the repo) the shared-corpus tests.
 #
-# The .npy / text checks need numpy: it is installed here into target/test-venv (from
-# PyPI) on first use, so a fresh machine needs nothing but cargo and python3.
+# The .npy / text checks need numpy, the live-mount test TileDB-Py: both are installed
+# here into target/test-venv (from PyPI) on first use, so a fresh machine needs nothing
+# but cargo and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null; then
@@ -11,12 +12,13 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c 'import numpy' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import numpy, tiledb' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "numpy==2.4.6"; then
-        echo "installed numpy into $VENV"
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1"; then
+        echo "installed numpy and tiledb into $VENV"
     else
-        echo "could not install numpy into $VENV: the .npy/text checks will say so" >&2
+        echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
     fi
 fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"

@@ -11,14 +11,15 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, Request, Session, SessionACL, TimeOrNow, WriteFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, Notifier, OpenAccMode, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, Session, SessionACL, TimeOrNow,
+    WriteFlags,
 };
 
 use crate::error::Error;
@@ -26,8 +27,11 @@ use crate::view::inode::{from_ino, to_ino};
 use crate::view::prefetch::Prefetcher;
 use crate::view::{Kind, Node, Stat, View};
 
-/// The data never changes under a mount, so the kernel may keep what it learnt.
+/// What is inside a fragment never changes, so the kernel may keep what it learnt.
 const TTL: Duration = Duration::from_secs(3600);
+/// The list of fragments (and the array-level files) can change when TileDB writes,
+/// consolidates or vacuums: the kernel asks again after the view's refresh interval.
+const CHANGING_TTL: Duration = crate::view::REFRESH_INTERVAL;
 /// Bytes decoded ahead of a sequential reader.
 const READ_AHEAD: u64 = 4 << 20;
 /// `st_blksize`: tools like `cat` size their reads by it.
@@ -58,6 +62,11 @@ struct Handle {
 
 pub struct FragFs {
     view: Arc<View>,
+    /// Set once the session exists; used to drop the kernel's cached pages of files
+    /// whose fragment was vacuumed.
+    notifier: Arc<OnceLock<Notifier>>,
+    /// The view generation whose removals were already handled.
+    seen_generation: AtomicU64,
     ahead: Prefetcher,
     handles: Mutex<HashMap<u64, Handle>>,
     next_handle: AtomicU64,
@@ -68,13 +77,15 @@ pub struct FragFs {
 }
 
 impl FragFs {
-    pub fn new(view: Arc<View>, threads: usize) -> FragFs {
-        let array_time = std::fs::metadata(&view.array.root)
+    pub fn new(view: Arc<View>, threads: usize, notifier: Arc<OnceLock<Notifier>>) -> FragFs {
+        let array_time = std::fs::metadata(&view.array().root)
             .and_then(|m| m.modified())
             .unwrap_or(UNIX_EPOCH);
         FragFs {
             ahead: Prefetcher::new(view.clone(), threads),
+            seen_generation: AtomicU64::new(view.generation()),
             view,
+            notifier,
             handles: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             // SAFETY: getuid/getgid cannot fail and touch no memory of ours.
@@ -149,6 +160,15 @@ impl FragFs {
     }
 }
 
+/// How long the kernel may keep an entry or attributes of `node`.
+fn ttl(view: &View, node: Node) -> Duration {
+    match node {
+        Node::Fragment(_) => CHANGING_TTL, // a fragment folder may be vacuumed
+        n if view.is_immutable(n) => TTL,
+        _ => CHANGING_TTL,
+    }
+}
+
 fn node(ino: INodeNo) -> Result<Node, Errno> {
     from_ino(ino.0).ok_or(Errno::ENOENT)
 }
@@ -186,17 +206,18 @@ impl Filesystem for FragFs {
                 .view
                 .lookup(parent, name)
                 .map_err(|e| errno(&e, parent, "lookup"))?;
-            self.node_attr(child)
+            Ok((child, self.node_attr(child)?))
         })();
+        self.forget_vacuumed();
         match result {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Ok((child, attr)) => reply.entry(&ttl(&self.view, child), &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match node(ino).and_then(|n| self.node_attr(n)) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+        match node(ino).and_then(|n| Ok((n, self.node_attr(n)?))) {
+            Ok((n, attr)) => reply.attr(&ttl(&self.view, n), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -218,10 +239,17 @@ impl Filesystem for FragFs {
                 ahead_until: 0,
             };
             self.handles().insert(fh, handle);
-            Ok(fh)
+            // Immutable files keep their pages in the kernel; the array-level JSON, which
+            // a rescan may change, is read through every time.
+            let flags = if self.view.is_immutable(node) {
+                FopenFlags::FOPEN_KEEP_CACHE
+            } else {
+                FopenFlags::FOPEN_DIRECT_IO
+            };
+            Ok((fh, flags))
         })();
         match result {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok((fh, flags)) => reply.opened(FileHandle(fh), flags),
             Err(e) => reply.error(e),
         }
     }
@@ -350,7 +378,7 @@ impl Filesystem for FragFs {
                 };
                 (self.attr(*child, &unsized_file), Duration::ZERO)
             } else {
-                (self.node_attr(*child), TTL)
+                (self.node_attr(*child), ttl(&self.view, *child))
             };
             // An entry whose metadata is unreadable is skipped here (its errors come on
             // use), so one bad fragment never hides the others.
@@ -363,7 +391,7 @@ impl Filesystem for FragFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let files = self.view.array.fragments.len() as u64;
+        let files = self.view.array().fragments.len() as u64;
         reply.statfs(0, 0, 0, files, 0, BLOCK_SIZE, 255, BLOCK_SIZE);
     }
 
@@ -529,13 +557,52 @@ impl FragFs {
     /// A folder's entries with `.` and `..` first, as `readdir` must list them.
     fn entries(&self, ino: INodeNo) -> Result<Vec<(String, Node)>, Errno> {
         let dir = node(ino)?;
-        let listed = self.view.list(dir).map_err(|e| errno(&e, dir, "readdir"))?;
+        let listed = self.view.list(dir).map_err(|e| errno(&e, dir, "readdir"));
+        self.forget_vacuumed();
+        let listed = listed?;
         let parent = self.view.parent(dir);
         let mut out = Vec::with_capacity(listed.len() + 2);
         out.push((".".to_string(), dir));
         out.push(("..".to_string(), parent));
         out.extend(listed.into_iter().map(|e| (e.name, e.node)));
         Ok(out)
+    }
+}
+
+impl FragFs {
+    /// After a rescan removed fragments, drops the kernel's cached pages of files still
+    /// open in them, so their readers get ENOENT from the view, not stale pages. Runs
+    /// on its own thread: a notification sent from a request handler could wait on the
+    /// very inode that handler holds.
+    fn forget_vacuumed(&self) {
+        let generation = self.view.generation();
+        if self.seen_generation.swap(generation, Ordering::AcqRel) == generation {
+            return;
+        }
+        let gone: Vec<u64> = self
+            .handles()
+            .values()
+            .filter(|h| self.view.stat(h.node).is_err())
+            .filter_map(|h| to_ino(h.node))
+            .collect();
+        let Some(notifier) = self.notifier.get().cloned() else {
+            return;
+        };
+        if gone.is_empty() {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("fragfs-inval".into())
+            .spawn(move || {
+                for ino in gone {
+                    if let Err(e) = notifier.inval_inode(INodeNo(ino), 0, 0) {
+                        log::debug!("invalidating inode {ino}: {e}");
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("cannot invalidate the pages of vacuumed fragments: {e}");
+        }
     }
 }
 
@@ -568,6 +635,9 @@ pub fn fuse_config(cfg: &MountConfig) -> Config {
 /// Mounts `view` at `mountpoint`. When this returns `Ok` the mount is live (the kernel
 /// handshake is done); serve it with `run()` or `spawn()` on the session.
 pub fn mount(view: Arc<View>, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Session<FragFs>> {
-    let fs = FragFs::new(view, cfg.threads);
-    Session::new(fs, mountpoint, &fuse_config(cfg))
+    let notifier = Arc::new(OnceLock::new());
+    let fs = FragFs::new(view, cfg.threads, notifier.clone());
+    let session = Session::new(fs, mountpoint, &fuse_config(cfg))?;
+    let _ = notifier.set(session.notifier());
+    Ok(session)
 }

@@ -88,7 +88,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Info { array } => {
             let view = open(&array)?;
-            out.write_all(info::render(&view.array).as_bytes())
+            out.write_all(info::render(&view.array()).as_bytes())
                 .map_err(io)?;
         }
         Command::Mount {

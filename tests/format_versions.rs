@@ -33,7 +33,7 @@ fn check_all(dir: &Path) -> Vec<u64> {
         let checked = check_array(array, expected).and_then(|n| {
             let view = open_view(array, expected).map_err(|e| e.to_string())?;
             walk_tree(&view)?;
-            check_info(&view.array, expected).map(|_| n)
+            check_info(&view.array(), expected).map(|_| n)
         });
         match checked {
             Ok(n) => assert!(n > 0, "{}: no field checked", array.display()),
@@ -154,8 +154,8 @@ fn processed_conditions_name_the_deletes_a_consolidation_applied() {
         .collect();
     assert_eq!(deletes.len(), 2);
     let mut consolidated = 0;
-    for (i, f) in view.array.fragments.iter().enumerate() {
-        let meta = f.meta(&view.array.schemas).unwrap();
+    for (i, f) in view.array().fragments.iter().enumerate() {
+        let meta = f.meta(&view.array().schemas).unwrap();
         let tiles = json_file(&view, &format!("fragments/{}/tiles.json", f.name));
         let shown: Vec<&str> = tiles["processed_conditions"]
             .as_array()

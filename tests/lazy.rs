@@ -22,11 +22,11 @@ fn opening_and_listing_fragments_parse_no_fragment_metadata() {
     for f in &fragments {
         view.stat(f.node).unwrap();
     }
-    assert!(view.array.fragments.iter().all(|f| !f.meta_loaded()));
+    assert!(view.array().fragments.iter().all(|f| !f.meta_loaded()));
     // Looking inside one fragment parses that one only.
     view.list(fragments[0].node).unwrap();
     let loaded: Vec<bool> = view
-        .array
+        .array()
         .fragments
         .iter()
         .map(|f| f.meta_loaded())

@@ -31,8 +31,9 @@ pub const COORDS_FILE: &str = "__coords.tdb";
 
 #[derive(Debug)]
 pub struct Fragment {
-    /// Position among the live fragments (oldest first).
-    pub index: usize,
+    /// Identity within an opened array: positions change when fragments come and go,
+    /// the id stays with the fragment (and so do inode numbers built from it).
+    pub id: usize,
     pub dir: PathBuf,
     pub name: String,
     pub rel_dir: String,
@@ -96,7 +97,7 @@ impl MetadataLayout {
 
 impl Fragment {
     pub fn new(
-        index: usize,
+        id: usize,
         dir: PathBuf,
         name: String,
         rel_dir: String,
@@ -104,7 +105,7 @@ impl Fragment {
         key: Option<[u8; 32]>,
     ) -> Fragment {
         Fragment {
-            index,
+            id,
             dir,
             name,
             rel_dir,

@@ -10,6 +10,7 @@ pub mod liveness;
 pub mod storage;
 pub mod tile;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -51,13 +52,15 @@ pub fn parse_key(text: &str) -> Result<[u8; 32]> {
 }
 
 /// A schema file of the array.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SchemaFile {
     /// File name (`__array_schema.tdb` or the timestamped name in `__schema/`).
     pub name: String,
     /// Path relative to the array root.
     pub rel_path: String,
     pub schema: Arc<ArraySchema>,
+    /// Written with AES-256-GCM.
+    pub encrypted: bool,
 }
 
 /// An opened array: schemas decoded, live fragments found, fragment metadata not read yet.
@@ -71,12 +74,30 @@ pub struct Array {
     pub ignored: Vec<Ignored>,
     /// Relative paths of delete/update commits.
     pub conditions: Vec<String>,
+    /// Fragment id -> position in `fragments`.
+    by_id: HashMap<usize, usize>,
+    /// Fragment folder name -> position in `fragments`.
+    by_name: HashMap<String, usize>,
+    /// The id the next new fragment gets: ids are never reused.
+    next_id: usize,
 }
 
 pub const LEGACY_SCHEMA: &str = "__array_schema.tdb";
 
 impl Array {
     pub fn open(root: &Path, options: OpenOptions) -> Result<Array> {
+        Array::scan(root, options, None)
+    }
+
+    /// Reads the folder again, for arrays that TileDB writes, consolidates or vacuums
+    /// while they are shown. Fragments still live keep their `Fragment` (with the
+    /// metadata already parsed) and their id; new ones get new ids; schemas already
+    /// decoded are not decoded again.
+    pub fn rescan(&self) -> Result<Array> {
+        Array::scan(&self.root, self.options.clone(), Some(self))
+    }
+
+    fn scan(root: &Path, options: OpenOptions, previous: Option<&Array>) -> Result<Array> {
         let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
         if !meta.is_dir() {
             return Err(Error::NotAnArray(format!(
@@ -84,7 +105,8 @@ impl Array {
                 root.display()
             )));
         }
-        let (schemas, encrypted) = load_schemas(root, &options)?;
+        let known = previous.map_or(&[][..], |p| &p.schemas[..]);
+        let (schemas, encrypted) = load_schemas(root, &options, known)?;
         // The key is applied to data tiles only when the array really is encrypted.
         let key = if encrypted { options.key } else { None };
         if schemas.is_empty() {
@@ -94,20 +116,36 @@ impl Array {
             )));
         }
         let live = liveness::find_fragments(root)?;
-        let fragments = live
+        let mut next_id = previous.map_or(0, |p| p.next_id);
+        let fragments: Vec<Arc<Fragment>> = live
             .live
             .into_iter()
-            .enumerate()
-            .map(|(index, f)| {
-                Arc::new(Fragment::new(
-                    index,
-                    root.join(&f.rel_dir),
-                    f.name,
-                    f.rel_dir,
-                    f.timestamps,
-                    key,
-                ))
+            .map(|f| {
+                let kept = previous
+                    .and_then(|p| p.fragment_named(&f.name))
+                    .filter(|old| old.rel_dir == f.rel_dir);
+                kept.cloned().unwrap_or_else(|| {
+                    next_id += 1;
+                    Arc::new(Fragment::new(
+                        next_id - 1,
+                        root.join(&f.rel_dir),
+                        f.name,
+                        f.rel_dir,
+                        f.timestamps,
+                        key,
+                    ))
+                })
             })
+            .collect();
+        let by_id = fragments
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i))
+            .collect();
+        let by_name = fragments
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i))
             .collect();
         Ok(Array {
             root: root.to_path_buf(),
@@ -116,7 +154,31 @@ impl Array {
             fragments,
             ignored: live.ignored,
             conditions: live.conditions.into_iter().map(|(p, _)| p).collect(),
+            by_id,
+            by_name,
+            next_id,
         })
+    }
+
+    /// The live fragment with id `id`.
+    pub fn fragment(&self, id: usize) -> Option<&Arc<Fragment>> {
+        self.by_id.get(&id).and_then(|&i| self.fragments.get(i))
+    }
+
+    /// The live fragment in folder `name`.
+    pub fn fragment_named(&self, name: &str) -> Option<&Arc<Fragment>> {
+        self.by_name.get(name).and_then(|&i| self.fragments.get(i))
+    }
+
+    /// Whether a rescan found what `other` holds: the same fragments, schemas, ignored
+    /// folders and conditions.
+    pub fn same_content(&self, other: &Array) -> bool {
+        let ids = |a: &Array| a.fragments.iter().map(|f| f.id).collect::<Vec<_>>();
+        let schemas = |a: &Array| a.schemas.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        ids(self) == ids(other)
+            && schemas(self) == schemas(other)
+            && self.ignored == other.ignored
+            && self.conditions == other.conditions
     }
 
     pub fn latest_schema(&self) -> &SchemaFile {
@@ -138,7 +200,11 @@ impl Array {
 }
 
 /// Decodes every schema file; also tells whether the array is encrypted.
-fn load_schemas(root: &Path, options: &OpenOptions) -> Result<(Vec<SchemaFile>, bool)> {
+fn load_schemas(
+    root: &Path,
+    options: &OpenOptions,
+    known: &[SchemaFile],
+) -> Result<(Vec<SchemaFile>, bool)> {
     let mut files = Vec::new();
     if root.join(LEGACY_SCHEMA).is_file() {
         files.push((LEGACY_SCHEMA.to_string(), LEGACY_SCHEMA.to_string(), None));
@@ -157,6 +223,11 @@ fn load_schemas(root: &Path, options: &OpenOptions) -> Result<(Vec<SchemaFile>, 
     let schemas = files
         .into_iter()
         .map(|(name, rel_path, _)| {
+            // Schema files are immutable: one decoded before is taken as it was.
+            if let Some(old) = known.iter().find(|s| s.rel_path == rel_path) {
+                encrypted |= old.encrypted;
+                return Ok(old.clone());
+            }
             let bytes = storage::read_file(&root.join(&rel_path))?;
             let (header, payload) =
                 generic_tile::decode_generic_tile(&bytes, options.key, &rel_path)?;
@@ -166,6 +237,7 @@ fn load_schemas(root: &Path, options: &OpenOptions) -> Result<(Vec<SchemaFile>, 
                 name,
                 rel_path,
                 schema: Arc::new(schema),
+                encrypted: header.encryption_type == 1,
             })
         })
         .collect::<Result<Vec<_>>>()?;

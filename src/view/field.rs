@@ -44,7 +44,9 @@ pub enum CacheKey {
         tile: u64,
         item: Item,
     },
-    Rendered(Node),
+    /// A JSON file, at a generation of the array's fragment list (0 for the files
+    /// inside a fragment, which never change).
+    Rendered(Node, u64),
     /// Where each block of a text file starts, and its total size.
     TextIndex(Node),
     /// The rendered text of one block of cells.

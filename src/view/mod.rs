@@ -12,10 +12,10 @@ pub mod text;
 mod textfile;
 pub mod value;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use crate::array::fragment::{Fragment, FragmentMeta};
 use crate::array::{Array, OpenOptions};
@@ -92,24 +92,75 @@ pub struct Stat {
     pub mtime_ms: Option<u64>,
 }
 
+/// How old the list of fragments may get before a listing of `fragments/` reads the
+/// array folder again: new fragments show up, vacuumed ones go, within this time.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
 pub struct View {
-    pub array: Array,
+    /// The array as last scanned; replaced whole by a rescan that finds changes.
+    array: RwLock<Arc<Array>>,
+    /// Bumped by every rescan that changed something.
+    generation: AtomicU64,
+    scanned_at: Mutex<Instant>,
     /// Decoded chunks, chunk indexes and rendered JSON, bounded in bytes.
     cache: ChunkCache,
     decoded: AtomicU64,
-    /// Shown name -> fragment index, built on the first lookup in `fragments/`: a linear
-    /// search there would make `stat` of every fragment quadratic.
-    fragment_names: OnceLock<HashMap<String, usize>>,
 }
 
 impl View {
     pub fn open(path: &Path, options: OpenOptions, cache_size: u64) -> Result<View> {
         Ok(View {
-            array: Array::open(path, options)?,
+            array: RwLock::new(Arc::new(Array::open(path, options)?)),
+            generation: AtomicU64::new(0),
+            scanned_at: Mutex::new(Instant::now()),
             cache: ChunkCache::new(cache_size),
             decoded: AtomicU64::new(0),
-            fragment_names: OnceLock::new(),
         })
+    }
+
+    /// The array as last scanned.
+    pub fn array(&self) -> Arc<Array> {
+        self.array.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Changes whenever a rescan found new or removed fragments or schemas.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Reads the array folder again now. Returns whether anything changed. A folder that
+    /// cannot be read keeps the last good list (and the error is returned).
+    pub fn refresh(&self) -> Result<bool> {
+        *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let old = self.array();
+        let new = old.rescan()?;
+        if new.same_content(&old) {
+            return Ok(false);
+        }
+        log::info!(
+            "{}: {} live fragments (was {})",
+            new.root.display(),
+            new.fragments.len(),
+            old.fragments.len()
+        );
+        *self.array.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(true)
+    }
+
+    /// [`View::refresh`] when the last scan is older than [`REFRESH_INTERVAL`].
+    fn refresh_if_stale(&self) {
+        let stale = self
+            .scanned_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+            >= REFRESH_INTERVAL;
+        if stale {
+            if let Err(e) = self.refresh() {
+                log::warn!("rescanning the array: {e} (keeping the last list)");
+            }
+        }
     }
 
     /// Chunks un-filtered since the view was opened.
@@ -119,15 +170,19 @@ impl View {
 
     /// Attributes of a node. Sizes come from metadata; no tile is decoded.
     pub fn stat(&self, node: Node) -> Result<Stat> {
+        if node == Node::FragmentsDir {
+            self.refresh_if_stale();
+        }
         self.check_exists(node)?;
-        let fragment_time = |f: usize| self.array.fragments.get(f).map(|f| f.timestamps.t2);
+        let array = self.array();
+        let fragment_time = |f: usize| array.fragment(f).map(|f| f.timestamps.t2);
         let (kind, size, nlink) = match node {
             Node::Root => (Kind::Dir, 0, 4),
             Node::SchemasDir => (Kind::Dir, 0, 2),
             Node::FragmentsDir => (
                 Kind::Dir,
                 0,
-                u32::try_from(self.array.fragments.len())
+                u32::try_from(array.fragments.len())
                     .unwrap_or(u32::MAX - 2)
                     .saturating_add(2),
             ),
@@ -154,16 +209,16 @@ impl View {
         })
     }
 
-    fn fragment(&self, fragment: usize) -> Result<&Fragment> {
-        self.array
-            .fragments
-            .get(fragment)
-            .map(|f| &**f)
+    /// The live fragment with id `fragment`; a vacuumed one is not found.
+    fn fragment(&self, fragment: usize) -> Result<Arc<Fragment>> {
+        self.array()
+            .fragment(fragment)
+            .cloned()
             .ok_or_else(|| Error::NotFound(format!("fragment #{fragment}")))
     }
 
     fn meta(&self, fragment: usize) -> Result<Arc<FragmentMeta>> {
-        self.fragment(fragment)?.meta(&self.array.schemas)
+        self.fragment(fragment)?.meta(&self.array().schemas)
     }
 
     /// The field `i` of fragment `f`: every field is shown, the coordinates of dense
@@ -180,7 +235,7 @@ impl View {
     /// fragments or fields that do not exist).
     fn check_exists(&self, node: Node) -> Result<()> {
         match node {
-            Node::SchemaFile(i) if i >= self.array.schemas.len() => {
+            Node::SchemaFile(i) if i >= self.array().schemas.len() => {
                 Err(Error::NotFound(format!("schema #{i}")))
             }
             Node::Fragment(f) | Node::FooterJson(f) | Node::TilesJson(f) | Node::CellsCsv(f) => {
@@ -215,13 +270,13 @@ impl View {
             return Err(Error::NotDirectory(name.to_string()));
         }
         if parent == Node::FragmentsDir {
-            let names = self.fragment_names.get_or_init(|| {
-                let shown = self.array.fragments.iter().map(|f| names::encode(&f.name));
-                shown.enumerate().map(|(i, n)| (n, i)).collect()
-            });
-            return names
-                .get(name)
-                .map(|&i| Node::Fragment(i))
+            // By name, not by listing: `stat` of each of 100,000 fragments stays cheap.
+            self.refresh_if_stale();
+            return self
+                .array()
+                .fragment_named(name)
+                .filter(|f| names::encode(&f.name) == name)
+                .map(|f| Node::Fragment(f.id))
                 .ok_or_else(|| Error::NotFound(name.to_string()));
         }
         self.list(parent)?
@@ -259,7 +314,7 @@ impl View {
                 e("fragments", Node::FragmentsDir),
             ],
             Node::SchemasDir => self
-                .array
+                .array()
                 .schemas
                 .iter()
                 .enumerate()
@@ -270,13 +325,14 @@ impl View {
                     )
                 })
                 .collect(),
-            Node::FragmentsDir => self
-                .array
-                .fragments
-                .iter()
-                .enumerate()
-                .map(|(i, f)| e(&names::encode(&f.name), Node::Fragment(i)))
-                .collect(),
+            Node::FragmentsDir => {
+                self.refresh_if_stale();
+                self.array()
+                    .fragments
+                    .iter()
+                    .map(|f| e(&names::encode(&f.name), Node::Fragment(f.id)))
+                    .collect()
+            }
             Node::Fragment(f) => {
                 let meta = self.meta(f)?;
                 let mut out = vec![
@@ -348,9 +404,10 @@ impl View {
     ) -> Result<T> {
         let (meta, i) = self.field(f, i)?;
         let field = &meta.fields[i];
+        let fragment = self.fragment(f)?;
         let reader = FieldReader {
             fragment: f,
-            dir: &self.fragment(f)?.dir,
+            dir: &fragment.dir,
             meta: &meta,
             field,
             cache: &self.cache,
@@ -359,29 +416,52 @@ impl View {
         run(&reader)
     }
 
-    /// JSON files are rendered on first use and kept in the bounded cache.
+    /// JSON files are rendered on first use and kept in the bounded cache. The
+    /// array-level ones change with a rescan, so their key carries the generation.
     fn rendered(&self, node: Node) -> Result<Arc<Cached>> {
+        if node == Node::ArrayJson {
+            self.refresh_if_stale();
+        }
+        let generation = if self.is_immutable(node) {
+            0
+        } else {
+            self.generation()
+        };
         self.cache
-            .get_or_load(CacheKey::Rendered(node), || self.render(node))
+            .get_or_load(CacheKey::Rendered(node, generation), || self.render(node))
+    }
+
+    /// Whether a node's content can never change: everything inside a fragment (as long
+    /// as the fragment lives). The array-level files change when fragments come and go.
+    pub fn is_immutable(&self, node: Node) -> bool {
+        !matches!(
+            node,
+            Node::Root
+                | Node::ArrayJson
+                | Node::SchemaJson
+                | Node::SchemasDir
+                | Node::SchemaFile(_)
+                | Node::FragmentsDir
+        )
     }
 
     fn render(&self, node: Node) -> Result<Cached> {
+        let array = self.array();
         let value = match node {
-            Node::ArrayJson => json::array(&self.array),
+            Node::ArrayJson => json::array(&array),
             Node::SchemaJson => {
-                let s = self.array.latest_schema();
+                let s = array.latest_schema();
                 json::schema(&s.name, &s.schema)
             }
             Node::SchemaFile(i) => {
-                let s = self
-                    .array
+                let s = array
                     .schemas
                     .get(i)
                     .ok_or_else(|| Error::NotFound(format!("schema #{i}")))?;
                 json::schema(&s.name, &s.schema)
             }
-            Node::FooterJson(f) => json::footer(self.fragment(f)?, &*self.meta(f)?),
-            Node::TilesJson(f) => json::tiles(self.fragment(f)?, &*self.meta(f)?)?,
+            Node::FooterJson(f) => json::footer(&*self.fragment(f)?, &*self.meta(f)?),
+            Node::TilesJson(f) => json::tiles(&*self.fragment(f)?, &*self.meta(f)?)?,
             other => return Err(Error::IsDirectory(format!("{other:?}"))),
         };
         Ok(Cached::Bytes(json::to_bytes(&value)))

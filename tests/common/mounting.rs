@@ -82,7 +82,7 @@ impl InProcess {
     ) -> InProcess {
         let mut view = open_view(array, expected).unwrap();
         if cache != 64 << 20 {
-            view = View::open(array, view.array.options.clone(), cache).unwrap();
+            view = View::open(array, view.array().options.clone(), cache).unwrap();
         }
         let view = Arc::new(view);
         let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,180 @@
+//! An array that TileDB writes, consolidates and vacuums while it is mounted: new
+//! fragments appear in `fragments/` within the refresh interval, vacuumed ones vanish,
+//! and files still open in a vacuumed fragment fail (ENOENT/EIO) instead of serving
+//! bytes of a fragment that is gone. The daemon survives all of it.
+//!
+//! Needs TileDB-Py (scripts/test.sh installs it into target/test-venv); without it the
+//! test says why and skips, except under CI=true.
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::mounting::*;
+use common::*;
+
+fn python_with_tiledb() -> Option<String> {
+    let python = std::env::var("FRAGFS_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&python)
+        .args(["-c", "import tiledb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    let reason = format!("{python} has no tiledb (scripts/test.sh installs it in a venv)");
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but {reason}");
+    }
+    println!("SKIP: {reason}");
+    None
+}
+
+fn tiledb(python: &str, args: &[&str]) {
+    let out = Command::new(python)
+        .arg(repo().join("tests/tiledb_ops.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn fragments(mnt: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(mnt.join("fragments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Polls `fragments/` until `done` holds; panics after the documented interval plus
+/// slack.
+fn wait_for(mnt: &Path, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let names = fragments(mnt);
+        if done(&names) {
+            return names;
+        }
+        assert!(
+            start.elapsed() < fragfs::view::REFRESH_INTERVAL + Duration::from_secs(3),
+            "{what}: fragments/ still {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn values(mnt: &Path, fragment: &str) -> Vec<i64> {
+    std::fs::read(mnt.join(format!("fragments/{fragment}/v/values.bin")))
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn writes_consolidation_and_vacuum_under_a_live_mount() {
+    if !fuse_available("live changes") {
+        return;
+    }
+    let Some(python) = python_with_tiledb() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("live");
+    let a = array.to_str().unwrap();
+    tiledb(&python, &["create", a]);
+    tiledb(&python, &["write", a, "1"]);
+    tiledb(&python, &["write", a, "2"]);
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let log = tmp.path().join("fragfs.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .args(["mount", a])
+        .arg(&mnt)
+        .arg("--log-file")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            force_unmount(self.0);
+        }
+    }
+    let _unmount = Unmount(&mnt);
+
+    let first = fragments(&mnt);
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert_eq!(
+        values(&mnt, &first[0]),
+        (0..10).map(|x| 1000 + x).collect::<Vec<_>>()
+    );
+
+    // A new fragment appears within the refresh interval, with the bytes written.
+    tiledb(&python, &["write", a, "3"]);
+    let three = wait_for(&mnt, "new fragment", |n| n.len() == 3);
+    let new = three.iter().find(|n| !first.contains(n)).unwrap();
+    assert_eq!(
+        values(&mnt, new),
+        (20..30).map(|x| 3000 + x).collect::<Vec<_>>()
+    );
+    let array_json = std::fs::read_to_string(mnt.join("array.json")).unwrap();
+    assert!(
+        array_json.contains(new.as_str()),
+        "array.json follows the rescan"
+    );
+
+    // Files held open across consolidation and vacuuming: one read before, one not.
+    let old_file = mnt.join(format!("fragments/{}/v/values.bin", first[0]));
+    let mut read_before = std::fs::File::open(&old_file).unwrap();
+    let mut before = Vec::new();
+    read_before.read_to_end(&mut before).unwrap();
+    let unread =
+        std::fs::File::open(mnt.join(format!("fragments/{}/v/values.txt", first[1]))).unwrap();
+
+    tiledb(&python, &["consolidate", a]);
+    tiledb(&python, &["vacuum", a]);
+    let after = wait_for(&mnt, "vacuum", |n| n.len() == 1 && !three.contains(&n[0]));
+    let consolidated = &after[0];
+    let all = values(&mnt, consolidated);
+    assert_eq!(
+        &all[..30],
+        (0..30).map(|x| 1000 * (x / 10 + 1) + x).collect::<Vec<_>>()
+    );
+
+    // The vacuumed fragment's files fail; they never serve its old bytes.
+    for (what, file) in [("read before", &read_before), ("unread", &unread)] {
+        let mut buf = vec![0u8; 16];
+        let err = file.read_at(&mut buf, 0).expect_err(what);
+        assert!(
+            matches!(err.raw_os_error(), Some(libc::ENOENT) | Some(libc::EIO)),
+            "{what}: {err}"
+        );
+    }
+    assert!(
+        std::fs::metadata(&old_file).is_err(),
+        "a vacuumed path is gone"
+    );
+    // The daemon is alive and serves the consolidated fragment.
+    assert!(is_mounted(&mnt));
+    assert!(
+        !std::fs::read(mnt.join(format!("fragments/{consolidated}/cells.csv")))
+            .unwrap()
+            .is_empty()
+    );
+}
