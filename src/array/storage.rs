@@ -3,11 +3,14 @@
 //!
 //! Files are read with positioned reads (`pread`) rather than memory maps: a file that is
 //! truncated while mapped would kill the daemon with SIGBUS, while a short `pread` is an
-//! ordinary error. Files are only ever opened read-only.
+//! ordinary error. Files are only ever opened read-only, and never through a symbolic
+//! link: a link inside an array could otherwise make fragfs serve any file the daemon can
+//! read (say, to other users of an `allow_other` mount).
 
 use crate::error::{Error, Result};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::io::Read;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// An open, read-only file of the array.
@@ -20,7 +23,7 @@ pub struct DataFile {
 
 impl DataFile {
     pub fn open(path: &Path) -> Result<DataFile> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = open_no_follow(path)?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         Ok(DataFile {
             path: path.to_path_buf(),
@@ -70,7 +73,28 @@ impl DataFile {
 
 /// Reads a whole small file (schemas, commit files).
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::io(path, e))
+    let mut bytes = Vec::new();
+    open_no_follow(path)?
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(bytes)
+}
+
+/// Opens a file read-only, refusing a symbolic link as the last path component.
+fn open_no_follow(path: &Path) -> Result<File> {
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Error::io(
+                path,
+                std::io::Error::other(
+                    "a symbolic link: fragfs does not follow links inside an array",
+                ),
+            ),
+            _ => Error::io(path, e),
+        })
 }
 
 /// Names in a folder, sorted; a missing folder is empty.
