@@ -239,10 +239,25 @@ fn vector_at<'a>(
 }
 
 /// The string whose uoffset is stored at `pos`.
+///
+/// Like FlatBuffers' own verifier we require the NUL terminator, so a string cut short
+/// is an error rather than a shorter value.
 fn string_at<'a>(buf: &Span<'a>, field: &'static str, pos: usize) -> Result<&'a [u8]> {
-    Ok(vector_at(buf, field, deref(buf, field, pos)?, 1)?
-        .elems
-        .bytes())
+    let start = deref(buf, field, pos)?;
+    let s = vector_at(buf, field, start, 1)?.elems;
+    let end = start + 4 + s.len();
+    if buf.u8(field, end)? != 0 {
+        return Err(buf.invalid(
+            field,
+            end,
+            format!(
+                "the {}-byte string at byte {} is not NUL-terminated",
+                s.len(),
+                buf.at(start)
+            ),
+        ));
+    }
+    Ok(s.bytes())
 }
 
 /// Filo's `NaMask` table (FORMAT.md §5.3) turned into a validity rule.
