@@ -727,3 +727,134 @@ fn wrong_num_rows_is_reported() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Encoding info and the lazy layout's contract
+// ---------------------------------------------------------------------------------------
+
+fn decode_fixture(name: &str, t: ColumnType) -> DecodedColumn {
+    decode_vector(&fixture(name), t).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The parameters `scripts/make_filo_fixtures.py` encoded with come back in the info.
+#[test]
+fn encoding_info_is_reported() {
+    use fragfs::filo::{Element, IntFormat, NaEncoding};
+    let int = |nbits, signed| Some(Element::Int(IntFormat { nbits, signed }));
+
+    let d = decode_fixture("fixedmax_utf8.filo", ColumnType::Utf8);
+    assert_eq!(
+        (d.info.slot_bytes, d.info.na),
+        (Some(5), NaEncoding::FixedMaxNaSlot)
+    );
+    let d = decode_fixture("dict_utf8.filo", ColumnType::Utf8);
+    assert_eq!(
+        (d.info.element, d.info.dictionary_entries),
+        (int(4, false), Some(6))
+    );
+    let d = decode_fixture("deltadelta_negslope.filo", ColumnType::Long);
+    assert_eq!(
+        (d.info.base, d.info.slope, d.info.element),
+        (Some(1_500_000_000_000), Some(-1000), int(16, true))
+    );
+    let d = decode_fixture("ddt_tz_na.filo", ColumnType::DateTime);
+    assert_eq!(
+        (
+            d.info.base,
+            d.info.base_tz,
+            d.info.tz_element,
+            d.info.element
+        ),
+        (
+            Some(-86_400_000),
+            Some(-48),
+            Some(IntFormat {
+                nbits: 8,
+                signed: false
+            }),
+            int(32, false)
+        )
+    );
+    let d = decode_fixture("diff_long.filo", ColumnType::Long);
+    assert_eq!(
+        (d.info.base, d.info.na),
+        (Some(-5), NaEncoding::NaMaskBitmap)
+    );
+    assert_eq!(
+        decode_fixture("long_nomask.filo", ColumnType::Long).info.na,
+        NaEncoding::None
+    );
+    assert_eq!(
+        decode_fixture("spv_long_no_namask.filo", ColumnType::Long)
+            .info
+            .na,
+        NaEncoding::NaMaskAbsent
+    );
+    assert_eq!(
+        decode_fixture("spv_double_all_ones.filo", ColumnType::Double)
+            .info
+            .na,
+        NaEncoding::NaMaskAllOnes
+    );
+    assert_eq!(
+        decode_fixture("spv_float_special.filo", ColumnType::Float)
+            .info
+            .element,
+        Some(Element::F32)
+    );
+
+    let framed = fixture("framed_long.filo");
+    let d = decode_vector(&framed, ColumnType::Long).unwrap();
+    assert!(d.info.lz4_framed);
+    assert_eq!(d.info.stored_bytes, framed.len() as u64);
+    assert_eq!(d.info.chunk_bytes, 4 + 4 + 8 * d.length); // header, sub-vector header, i64s
+
+    let json = d.metadata_json();
+    assert_eq!(json["kind"], "PrimitiveAppendableVector");
+    assert_eq!(json["header"], "0x00000506");
+    assert_eq!(json["column_type"], "long");
+    assert_eq!(json["length"], d.length);
+    assert_eq!(json["lz4_framed"], true);
+    assert_eq!(json["element"]["nbits"], 64);
+    assert_eq!(json["na"], "none");
+    assert!(json.get("slope").is_none());
+}
+
+#[test]
+fn fixed_layout_is_for_fixed_width_columns_only() {
+    for s in load(&fixtures()) {
+        let layout = fixed_layout_with(&s.bytes, s.column_type, &s.options).unwrap();
+        assert_eq!(
+            layout.is_some(),
+            s.column_type.elem_size().is_some(),
+            "{}",
+            s.name
+        );
+    }
+    // A string column never gets one, whatever the chunk.
+    assert!(fixed_layout(&fixture("long_const.filo"), ColumnType::Utf8)
+        .unwrap()
+        .is_none());
+    // A string vector under a numeric column is the wrong type, lazily too.
+    assert!(matches!(
+        fixed_layout(&fixture("utf8.filo"), ColumnType::Long),
+        Err(FiloError::WrongColumnType { .. })
+    ));
+}
+
+#[test]
+fn output_budget_is_enforced() {
+    let tight = DecodeOptions {
+        max_decoded_bytes: 100,
+        ..DecodeOptions::default()
+    };
+    // 140 rows of dictionary strings: offsets and validity alone are 1260 bytes.
+    let e =
+        decode_vector_with(&fixture("dict_utf8_8u.filo"), ColumnType::Utf8, &tight).unwrap_err();
+    assert!(matches!(e, FiloError::TooLarge { .. }), "{e}");
+    // The same for a framed chunk: its stated length is checked before decompressing.
+    let e = decode_vector_with(&fixture("framed_utf8.filo"), ColumnType::Utf8, &tight).unwrap_err();
+    assert!(e.to_string().starts_with("LZ4 framing: "), "{e}");
+    // Within budget it decodes.
+    assert!(decode_vector(&fixture("dict_utf8_8u.filo"), ColumnType::Utf8).is_ok());
+}

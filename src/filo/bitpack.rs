@@ -55,9 +55,10 @@ impl IntFormat {
     /// Element `i` of `data`, sign- or zero-extended to i64.
     ///
     /// Callers check `data` holds `bytes_for(count)` bytes when they build a reader;
-    /// should that ever be wrong, a missing byte reads as 0 instead of panicking.
-    pub fn read(self, data: &[u8], i: u64) -> i64 {
-        let nbits = u32::from(self.nbits);
+    /// should that ever be wrong, a missing byte reads as 0 instead of panicking. Widths
+    /// come from [`IntFormat::new`]; any other width still reads something, never panics.
+    pub(crate) fn read(self, data: &[u8], i: u64) -> i64 {
+        let nbits = u32::from(self.nbits).clamp(1, 64);
         let raw: u64 = if nbits < 8 {
             // LSB-first packing; 8 is a multiple of nbits, so no element straddles bytes.
             let bit = i.wrapping_mul(u64::from(nbits));
@@ -135,9 +136,12 @@ mod tests {
         // 64 bits: always two's complement, whatever the flag says.
         assert_eq!(fmt(64, false).read(&[0xFF; 8], 0), -1);
         assert_eq!(fmt(16, true).read(&[1, 0, 2, 0], 1), 2);
-        // Out of range reads are 0, never a panic.
+        // Out of range reads are 0, never a panic; nor do widths IntFormat::new refuses.
         assert_eq!(fmt(64, true).read(&[1, 2], u64::MAX), 0);
         assert_eq!(fmt(2, true).read(&[], u64::MAX), 0);
+        for nbits in [0, 1, 3, 12, 63, 65, 255] {
+            let _ = fmt(nbits, true).read(&[0xFF; 16], 1);
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::error::{FiloError, Result};
+use super::error::Result;
 use super::span::Span;
 
 /// First byte of a framed blob.
@@ -20,12 +20,11 @@ pub fn unframe(blob: &[u8], max_bytes: u64) -> Result<Cow<'_, [u8]>> {
     let span = Span::chunk(blob, "LZ4 framing");
     let len = u32::from_be_bytes(span.array("uncompressed length (big-endian)", 1)?);
     if u64::from(len) > max_bytes {
-        return Err(FiloError::TooLarge {
-            part: "LZ4 framing",
-            rows: 0,
-            bytes: u64::from(len),
-            limit: max_bytes,
-        });
+        return Err(span.invalid(
+            "uncompressed length (big-endian)",
+            1,
+            format!("{len} bytes, over the limit of {max_bytes}"),
+        ));
     }
     let block = span.tail("LZ4 block", 5)?;
     let chunk = lz4_flex::block::decompress(block.bytes(), len as usize)
