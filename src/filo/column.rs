@@ -21,6 +21,11 @@ use super::layout::Element;
 use super::ColumnType;
 
 /// One decoded chunk.
+///
+/// `values` is `values.bin`: little-endian u8 0/1 (bool), i32, i64, f32, f64, or i64 epoch
+/// milliseconds (timestamp, datetime); strings as bytes plus one u64 start offset per
+/// row. `validity` is `validity.bin` (1 valid, 0 NA) and `timezone` is `timezone.bin`
+/// (datetime only: i8 quarter hours east of UTC, 0 for NA rows). NA rows hold zeros or "".
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedColumn {
     pub kind: VectorKind,

@@ -7,7 +7,9 @@
 //! headers decode differently per type, so the type comes from outside: a
 //! `filo_fragment.json` manifest ([`parse_manifest`]).
 //!
-//! * [`decode_vector`]: a whole chunk → values, validity, zones and encoding info.
+//! * [`decode_vector`]: a whole chunk → values, validity, zones and encoding info, laid
+//!   out as fragfs's `values.bin` / `validity.bin` / `timezone.bin` (see [`DecodedColumn`]
+//!   and the byte layouts in `column.rs`).
 //! * [`fixed_layout`]: for every non-string column, row `i` straight from the chunk
 //!   without decoding the rest, so big vectors can be served lazily.
 //!
