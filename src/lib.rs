@@ -7,6 +7,7 @@
 pub mod array;
 pub mod daemon;
 pub mod error;
+pub mod filo;
 pub mod filter;
 pub mod format;
 pub mod fuse;
