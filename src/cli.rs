@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use fragfs::filo::{ColumnType, FormatVersion};
+use fragfs::view::tree::ChunkOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +31,37 @@ pub struct ArrayArgs {
     /// AES-256-GCM key of an encrypted array (32 bytes of text, or 64 hex digits).
     #[arg(long, env = "FRAGFS_ENCRYPTION_KEY", hide_env_values = true)]
     pub encryption_key: Option<String>,
+    /// When the path is a lone Filo chunk file: its column type (bool, int, long, float,
+    /// double, string, utf8, timestamp, datetime). A Filo fragment folder needs none: its
+    /// filo_fragment.json names every column's type.
+    #[arg(long, value_name = "TYPE", value_parser = parse_filo_type)]
+    pub filo_type: Option<ColumnType>,
+    /// A lone Filo chunk's writer: velvia-filo-0.3 (0.3.2 and later, the default) or
+    /// velvia-filo-0.3.0 (0.3.0-0.3.1, whose short UTF8Vector strings differ).
+    #[arg(long, value_name = "VERSION", value_parser = parse_filo_version)]
+    pub filo_version: Option<FormatVersion>,
+}
+
+impl ArrayArgs {
+    pub fn chunk_options(&self) -> ChunkOptions {
+        ChunkOptions {
+            column_type: self.filo_type,
+            version: self.filo_version.unwrap_or_default(),
+        }
+    }
+}
+
+fn parse_filo_version(name: &str) -> Result<FormatVersion, String> {
+    FormatVersion::from_name(name).ok_or_else(|| {
+        format!("unknown Filo version {name:?} (velvia-filo-0.3 or velvia-filo-0.3.0)")
+    })
+}
+
+fn parse_filo_type(name: &str) -> Result<ColumnType, String> {
+    ColumnType::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = ColumnType::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown Filo type {name:?} (one of {})", known.join(", "))
+    })
 }
 
 #[derive(Debug, Subcommand)]

@@ -25,7 +25,8 @@ use fuser::{
 use crate::error::Error;
 use crate::view::inode::{from_ino, to_ino};
 use crate::view::prefetch::Prefetcher;
-use crate::view::{Kind, Node, Stat, View};
+use crate::view::tree::FileTree;
+use crate::view::{Kind, Node, Stat};
 
 /// What is inside a fragment never changes, so the kernel may keep what it learnt.
 const TTL: Duration = Duration::from_secs(3600);
@@ -61,7 +62,7 @@ struct Handle {
 }
 
 pub struct FragFs {
-    view: Arc<View>,
+    view: Arc<dyn FileTree>,
     /// Set once the session exists; used to drop the kernel's cached pages of files
     /// whose fragment was vacuumed.
     notifier: Arc<OnceLock<Notifier>>,
@@ -77,8 +78,12 @@ pub struct FragFs {
 }
 
 impl FragFs {
-    pub fn new(view: Arc<View>, threads: usize, notifier: Arc<OnceLock<Notifier>>) -> FragFs {
-        let array_time = std::fs::metadata(&view.array().root)
+    pub fn new(
+        view: Arc<dyn FileTree>,
+        threads: usize,
+        notifier: Arc<OnceLock<Notifier>>,
+    ) -> FragFs {
+        let array_time = std::fs::metadata(view.source())
             .and_then(|m| m.modified())
             .unwrap_or(UNIX_EPOCH);
         FragFs {
@@ -161,7 +166,7 @@ impl FragFs {
 }
 
 /// How long the kernel may keep an entry or attributes of `node`.
-fn ttl(view: &View, node: Node) -> Duration {
+fn ttl(view: &dyn FileTree, node: Node) -> Duration {
     match node {
         Node::Fragment(_) => CHANGING_TTL, // a fragment folder may be vacuumed
         n if view.is_immutable(n) => TTL,
@@ -210,14 +215,14 @@ impl Filesystem for FragFs {
         })();
         self.forget_vacuumed();
         match result {
-            Ok((child, attr)) => reply.entry(&ttl(&self.view, child), &attr, Generation(0)),
+            Ok((child, attr)) => reply.entry(&ttl(&*self.view, child), &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match node(ino).and_then(|n| Ok((n, self.node_attr(n)?))) {
-            Ok((n, attr)) => reply.attr(&ttl(&self.view, n), &attr),
+            Ok((n, attr)) => reply.attr(&ttl(&*self.view, n), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -378,7 +383,7 @@ impl Filesystem for FragFs {
                 };
                 (self.attr(*child, &unsized_file), Duration::ZERO)
             } else {
-                (self.node_attr(*child), ttl(&self.view, *child))
+                (self.node_attr(*child), ttl(&*self.view, *child))
             };
             // An entry whose metadata is unreadable is skipped here (its errors come on
             // use), so one bad fragment never hides the others.
@@ -391,7 +396,7 @@ impl Filesystem for FragFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let files = self.view.array().fragments.len() as u64;
+        let files = self.view.entry_count();
         reply.statfs(0, 0, 0, files, 0, BLOCK_SIZE, 255, BLOCK_SIZE);
     }
 
@@ -634,7 +639,11 @@ pub fn fuse_config(cfg: &MountConfig) -> Config {
 
 /// Mounts `view` at `mountpoint`. When this returns `Ok` the mount is live (the kernel
 /// handshake is done); serve it with `run()` or `spawn()` on the session.
-pub fn mount(view: Arc<View>, mountpoint: &Path, cfg: &MountConfig) -> io::Result<Session<FragFs>> {
+pub fn mount(
+    view: Arc<dyn FileTree>,
+    mountpoint: &Path,
+    cfg: &MountConfig,
+) -> io::Result<Session<FragFs>> {
     let notifier = Arc::new(OnceLock::new());
     let fs = FragFs::new(view, cfg.threads, notifier.clone());
     let session = Session::new(fs, mountpoint, &fuse_config(cfg))?;

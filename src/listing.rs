@@ -1,9 +1,10 @@
 //! `fragfs ls`: the tree printed like `ls` / `ls -l` / `ls -R`.
 
 use crate::error::Result;
-use crate::view::{Node, View};
+use crate::view::tree::FileTree;
+use crate::view::Node;
 
-fn line(view: &View, node: Node, name: &str, long: bool) -> Result<String> {
+fn line(view: &dyn FileTree, node: Node, name: &str, long: bool) -> Result<String> {
     if !long {
         return Ok(format!("{name}\n"));
     }
@@ -16,7 +17,13 @@ fn line(view: &View, node: Node, name: &str, long: bool) -> Result<String> {
 }
 
 /// Lists `node` (a folder's entries, or a file itself) at `path`.
-pub fn list(view: &View, node: Node, path: &str, long: bool, recursive: bool) -> Result<String> {
+pub fn list(
+    view: &dyn FileTree,
+    node: Node,
+    path: &str,
+    long: bool,
+    recursive: bool,
+) -> Result<String> {
     if !node.is_dir() {
         return line(view, node, path, long);
     }

@@ -4,14 +4,16 @@ mod cli;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
-use fragfs::view::{Node, View, DEFAULT_CACHE_SIZE};
-use fragfs::{info, Result};
+use fragfs::view::tree::{open_tree, FileTree};
+use fragfs::view::{Node, DEFAULT_CACHE_SIZE};
+use fragfs::Result;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -57,9 +59,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn open(args: &ArrayArgs) -> Result<View> {
+fn open(args: &ArrayArgs) -> Result<Arc<dyn FileTree>> {
     let key = args.encryption_key.as_deref().map(parse_key).transpose()?;
-    View::open(&args.array, OpenOptions { key }, DEFAULT_CACHE_SIZE)
+    open_tree(
+        &args.array,
+        OpenOptions { key },
+        args.chunk_options(),
+        DEFAULT_CACHE_SIZE,
+    )
 }
 
 fn run(command: Command) -> Result<()> {
@@ -75,7 +82,7 @@ fn run(command: Command) -> Result<()> {
         } => {
             let view = open(&array)?;
             let node = view.resolve(&path)?;
-            let text = fragfs::listing::list(&view, node, &path, long, recursive)?;
+            let text = fragfs::listing::list(&*view, node, &path, long, recursive)?;
             out.write_all(text.as_bytes()).map_err(io)?;
         }
         Command::Cat { array, path } => {
@@ -84,12 +91,11 @@ fn run(command: Command) -> Result<()> {
             if node.is_dir() {
                 return Err(fragfs::Error::IsDirectory(path));
             }
-            copy_file(&view, node, &mut out)?;
+            copy_file(&*view, node, &mut out)?;
         }
         Command::Info { array } => {
             let view = open(&array)?;
-            out.write_all(info::render(&view.array()).as_bytes())
-                .map_err(io)?;
+            out.write_all(view.info().as_bytes()).map_err(io)?;
         }
         Command::Mount {
             array,
@@ -123,10 +129,12 @@ fn run(command: Command) -> Result<()> {
                     }
                 }
             }
+            let chunk = array.chunk_options();
             fragfs::mount::run(MountRequest {
                 array: array.array,
                 mountpoint,
                 options: OpenOptions { key },
+                chunk,
                 cache_size,
                 foreground,
                 fuse,
@@ -146,7 +154,7 @@ fn run(command: Command) -> Result<()> {
 }
 
 /// Streams a file in 1 MiB reads through `read_at`, the same entry point the mount uses.
-fn copy_file(view: &View, node: Node, out: &mut impl Write) -> Result<()> {
+fn copy_file(view: &dyn FileTree, node: Node, out: &mut impl Write) -> Result<()> {
     const STEP: u64 = 1 << 20;
     let size = view.size(node)?;
     let mut offset = 0;

@@ -12,7 +12,7 @@ use crate::array::OpenOptions;
 use crate::daemon::{self, Reporter, Signals};
 use crate::error::{Error, Result};
 use crate::fuse::{self, MountConfig};
-use crate::view::View;
+use crate::view::tree::{open_tree, ChunkOptions, FileTree};
 
 /// Everything `fragfs mount` was asked to do.
 #[derive(Debug, Clone)]
@@ -20,6 +20,8 @@ pub struct MountRequest {
     pub array: PathBuf,
     pub mountpoint: PathBuf,
     pub options: OpenOptions,
+    /// For a lone Filo chunk file: its column type and writer version.
+    pub chunk: ChunkOptions,
     pub cache_size: u64,
     pub foreground: bool,
     pub fuse: MountConfig,
@@ -46,7 +48,12 @@ pub fn run(request: MountRequest) -> Result<()> {
     }
     // Opened before forking, so a bad array is reported by the command itself; the view
     // starts no thread, which keeps the fork below sound.
-    let view = View::open(&request.array, request.options.clone(), request.cache_size)?;
+    let view = open_tree(
+        &request.array,
+        request.options.clone(),
+        request.chunk,
+        request.cache_size,
+    )?;
     let reporter = if request.foreground {
         None
     } else {
@@ -56,7 +63,11 @@ pub fn run(request: MountRequest) -> Result<()> {
 }
 
 /// In the daemon (or the foreground process): mount, report, serve, and stop on a signal.
-fn serve(view: View, request: &MountRequest, reporter: Option<Reporter>) -> Result<()> {
+fn serve(
+    view: Arc<dyn FileTree>,
+    request: &MountRequest,
+    reporter: Option<Reporter>,
+) -> Result<()> {
     let fail = |reporter: Option<Reporter>, e: Error| {
         if let Some(r) = reporter {
             r.failed(&e.to_string());
@@ -70,7 +81,7 @@ fn serve(view: View, request: &MountRequest, reporter: Option<Reporter>) -> Resu
         Err(e) => return fail(reporter, Error::io(Path::new("signals"), e)),
     };
     let mnt = &request.mountpoint;
-    let mut session = match fuse::mount(Arc::new(view), mnt, &request.fuse) {
+    let mut session = match fuse::mount(view, mnt, &request.fuse) {
         Ok(s) => s,
         Err(e) => return fail(reporter, mount_error(mnt, e)),
     };

@@ -8,6 +8,7 @@
 //! Layout: kind in bits 60..64, fragment (or schema) index in bits 24..60, field index in
 //! bits 4..24, raw file in bits 0..4. The root is 1, as FUSE requires.
 
+use super::filo::FiloFile;
 use super::{Node, RawFile};
 
 const KIND_SHIFT: u32 = 60;
@@ -26,6 +27,9 @@ const RAW: u64 = 6;
 const NPY: u64 = 7;
 const TEXT: u64 = 8;
 const CELLS_CSV: u64 = 9;
+const FILO_JSON: u64 = 10;
+const FILO_COLUMN: u64 = 11;
+const FILO_FILE: u64 = 12;
 
 const RAW_FILES: [RawFile; 3] = [RawFile::Values, RawFile::Offsets, RawFile::Validity];
 
@@ -58,6 +62,9 @@ pub fn to_ino(node: Node) -> Option<u64> {
         Node::Npy(f, i) => pack(NPY, f, i, 0),
         Node::Text(f, i) => pack(TEXT, f, i, 0),
         Node::CellsCsv(f) => pack(CELLS_CSV, f, 0, 0),
+        Node::FiloJson => pack(FILO_JSON, 0, 0, 0),
+        Node::FiloColumn(c) => pack(FILO_COLUMN, c, 0, 0),
+        Node::FiloFile(c, file) => pack(FILO_FILE, c, 0, file.index()),
     }
 }
 
@@ -86,6 +93,9 @@ pub fn from_ino(ino: u64) -> Option<Node> {
         NPY => Node::Npy(fragment, field),
         TEXT => Node::Text(fragment, field),
         CELLS_CSV => Node::CellsCsv(fragment),
+        FILO_JSON => Node::FiloJson,
+        FILO_COLUMN => Node::FiloColumn(fragment),
+        FILO_FILE => Node::FiloFile(fragment, FiloFile::from_index(low)?),
         _ => return None,
     };
     // Only the canonical packing of a node is valid: stray bits mean a forged number.
@@ -119,6 +129,10 @@ mod tests {
             Node::Npy(3, 1),
             Node::Text(3, 1),
             Node::CellsCsv(3),
+            Node::FiloJson,
+            Node::FiloColumn(4),
+            Node::FiloFile(4, FiloFile::Timezone),
+            Node::FiloFile(0, FiloFile::Values),
         ];
         let inos: Vec<u64> = nodes.iter().map(|&n| to_ino(n).unwrap()).collect();
         assert_eq!(inos[0], 1, "the root must be inode 1");

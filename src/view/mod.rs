@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod field;
+pub mod filo;
 pub mod inode;
 pub mod json;
 pub mod names;
@@ -10,6 +11,7 @@ pub mod npy;
 pub mod prefetch;
 pub mod text;
 mod textfile;
+pub mod tree;
 pub mod value;
 
 use std::path::Path;
@@ -49,6 +51,12 @@ pub enum Node {
     Text(usize, usize),
     /// `cells.csv` of a fragment.
     CellsCsv(usize),
+    /// `fragment.json` of a Filo fragment.
+    FiloJson,
+    /// The folder of Filo column `c`.
+    FiloColumn(usize),
+    /// A file of Filo column `c`.
+    FiloFile(usize, filo::FiloFile),
 }
 
 impl Node {
@@ -60,6 +68,7 @@ impl Node {
                 | Node::FragmentsDir
                 | Node::Fragment(_)
                 | Node::Field(..)
+                | Node::FiloColumn(_)
         )
     }
 }
@@ -251,7 +260,15 @@ impl View {
                     true => Err(Error::NotFound(format!("values.npy of var field #{i}"))),
                 }
             }
-            _ => Ok(()),
+            Node::FiloJson | Node::FiloColumn(_) | Node::FiloFile(..) => {
+                Err(Error::NotFound(format!("{node:?} in a TileDB array")))
+            }
+            Node::Root
+            | Node::ArrayJson
+            | Node::SchemaJson
+            | Node::SchemasDir
+            | Node::SchemaFile(_)
+            | Node::FragmentsDir => Ok(()),
         }
     }
 
@@ -297,6 +314,7 @@ impl View {
                 Node::Fragment(f)
             }
             Node::Raw(f, i, _) | Node::Npy(f, i) | Node::Text(f, i) => Node::Field(f, i),
+            Node::FiloJson | Node::FiloColumn(_) | Node::FiloFile(..) => Node::Root,
         }
     }
 

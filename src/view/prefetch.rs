@@ -9,7 +9,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{Node, View};
+use super::tree::FileTree;
+use super::Node;
 
 /// Hints waiting for a worker; beyond this the newest are dropped.
 const QUEUE: usize = 64;
@@ -27,7 +28,7 @@ pub struct Prefetcher {
 
 impl Prefetcher {
     /// Starts `threads` workers (at least one) decoding into `view`'s cache.
-    pub fn new(view: Arc<View>, threads: usize) -> Prefetcher {
+    pub fn new(view: Arc<dyn FileTree>, threads: usize) -> Prefetcher {
         let (jobs, queue) = sync_channel::<Job>(QUEUE);
         let queue = Arc::new(Mutex::new(queue));
         let workers = (0..threads.max(1))
@@ -35,7 +36,7 @@ impl Prefetcher {
                 let (view, queue) = (view.clone(), queue.clone());
                 std::thread::Builder::new()
                     .name(format!("fragfs-ahead-{i}"))
-                    .spawn(move || work(&view, &queue))
+                    .spawn(move || work(&*view, &queue))
                     .map_err(|e| log::warn!("read-ahead worker not started: {e}"))
                     .ok()
             })
@@ -56,7 +57,7 @@ impl Prefetcher {
     }
 }
 
-fn work(view: &View, queue: &Mutex<Receiver<Job>>) {
+fn work(view: &dyn FileTree, queue: &Mutex<Receiver<Job>>) {
     loop {
         let job = match queue.lock().unwrap_or_else(|e| e.into_inner()).recv() {
             Ok(job) => job,

@@ -111,3 +111,36 @@ impl Drop for InProcess {
         force_unmount(self.dir.path());
     }
 }
+
+/// Any tree (e.g. a Filo fragment) mounted by threads of the test process.
+pub struct TreeMount {
+    session: Option<fuser::BackgroundSession>,
+    dir: tempfile::TempDir,
+}
+
+impl TreeMount {
+    pub fn new(tree: Arc<dyn fragfs::view::tree::FileTree>) -> TreeMount {
+        let dir = tempfile::tempdir().unwrap();
+        let session = fragfs::fuse::mount(tree, dir.path(), &config(2))
+            .unwrap()
+            .spawn()
+            .unwrap();
+        TreeMount {
+            session: Some(session),
+            dir,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for TreeMount {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            let _ = s.umount_and_join();
+        }
+        force_unmount(self.dir.path());
+    }
+}

@@ -1,0 +1,509 @@
+//! A Filo fragment as a tree of plain files, the same kind of tree as for TileDB:
+//!
+//! ```text
+//! fragment.json            rows, and per column: vector kind, header word, encoding, sizes
+//! <column>/values.bin      little-endian values (u8 bool, i32/i64/f32/f64, i64 epoch ms)
+//! <column>/offsets.bin     string columns: u64 start of each row in values.bin
+//! <column>/validity.bin    one byte per row, 1 valid, 0 NA
+//! <column>/values.txt      one row per line, NULL for NA
+//! <column>/values.npy      fixed-size columns: values.bin behind a NumPy header
+//! <column>/timezone.bin    datetime columns: i8 per row, UTC offset in quarter hours
+//! ```
+//!
+//! Numeric columns serve `values.bin` straight from the chunk, row by row, without
+//! decoding the rest ([`crate::filo::fixed_layout`]); everything else decodes the chunk
+//! once into the bounded cache. Chunk files are read whole (Filo chunks are small) and
+//! cached too, so memory stays under the cache size.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::cache::{Cache, Weigh};
+use super::tree::FileTree;
+use super::{names, npy, text, Entry, Kind, Node, Stat};
+use crate::array::storage::read_file;
+use crate::error::{Error, Result};
+use crate::filo::{
+    fixed_layout_with, parse_manifest, ColumnType, DecodedColumn, FormatVersion, Manifest,
+    ManifestColumn, Values, MANIFEST_FILE,
+};
+use crate::format::Datatype;
+
+/// The files of a Filo column's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FiloFile {
+    Values,
+    Offsets,
+    Validity,
+    Timezone,
+    Npy,
+    Text,
+}
+
+impl FiloFile {
+    const ALL: [FiloFile; 6] = [
+        FiloFile::Values,
+        FiloFile::Offsets,
+        FiloFile::Validity,
+        FiloFile::Timezone,
+        FiloFile::Npy,
+        FiloFile::Text,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FiloFile::Values => "values.bin",
+            FiloFile::Offsets => "offsets.bin",
+            FiloFile::Validity => "validity.bin",
+            FiloFile::Timezone => "timezone.bin",
+            FiloFile::Npy => "values.npy",
+            FiloFile::Text => "values.txt",
+        }
+    }
+
+    /// Position in a fixed list, for inode numbers.
+    pub fn index(self) -> u64 {
+        FiloFile::ALL.iter().position(|&f| f == self).unwrap_or(0) as u64
+    }
+
+    pub fn from_index(i: u64) -> Option<FiloFile> {
+        FiloFile::ALL.get(i as usize).copied()
+    }
+
+    /// Whether a column of type `t` has this file.
+    fn applies_to(self, t: ColumnType) -> bool {
+        match self {
+            FiloFile::Offsets => t.elem_size().is_none(),
+            FiloFile::Npy => t.elem_size().is_some(),
+            FiloFile::Timezone => t == ColumnType::DateTime,
+            FiloFile::Values | FiloFile::Validity | FiloFile::Text => true,
+        }
+    }
+}
+
+/// The TileDB datatype whose text and NumPy rendering a column type shares.
+fn datatype(t: ColumnType) -> Datatype {
+    match t {
+        ColumnType::Bool => Datatype::Bool,
+        ColumnType::Int => Datatype::Int32,
+        ColumnType::Long => Datatype::Int64,
+        ColumnType::Float => Datatype::Float32,
+        ColumnType::Double => Datatype::Float64,
+        ColumnType::String | ColumnType::Utf8 => Datatype::StringUtf8,
+        ColumnType::Timestamp | ColumnType::DateTime => Datatype::DatetimeMs,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Chunk(usize),
+    Decoded(usize),
+    Text(usize),
+    Json,
+}
+
+enum Item {
+    Bytes(Vec<u8>),
+    Column(DecodedColumn),
+}
+
+impl Weigh for Item {
+    fn weight(&self) -> u64 {
+        64 + match self {
+            Item::Bytes(b) => b.len() as u64,
+            Item::Column(c) => {
+                let values = match &c.values {
+                    Values::Fixed { bytes, .. } => bytes.len(),
+                    Values::Var { offsets, bytes } => bytes.len() + offsets.len() * 8,
+                };
+                (values + c.validity.len() + c.timezone.as_ref().map_or(0, Vec::len)) as u64
+            }
+        }
+    }
+}
+
+pub struct FiloView {
+    /// The fragment directory, or the lone chunk file.
+    source: PathBuf,
+    /// Where column files are, relative to which the manifest names them.
+    dir: PathBuf,
+    manifest: Manifest,
+    cache: Cache<Key, Item>,
+}
+
+impl FiloView {
+    /// A fragment directory with its `filo_fragment.json`.
+    pub fn open_dir(dir: &Path, cache_size: u64) -> Result<FiloView> {
+        let path = dir.join(MANIFEST_FILE);
+        let manifest = parse_manifest(&read_file(&path)?)
+            .map_err(|e| Error::corrupt(path.display().to_string(), e.to_string()))?;
+        Ok(FiloView {
+            source: dir.to_path_buf(),
+            dir: dir.to_path_buf(),
+            manifest,
+            cache: Cache::new(cache_size),
+        })
+    }
+
+    /// A lone chunk file of a known column type: one column named after the file.
+    pub fn open_file(
+        file: &Path,
+        column_type: ColumnType,
+        version: FormatVersion,
+        cache_size: u64,
+    ) -> Result<FiloView> {
+        let name = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "column".into());
+        let bytes = read_file(file)?;
+        let column = ManifestColumn {
+            name,
+            column_type,
+            file: file
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            format_version: version,
+        };
+        let rows = crate::filo::decode_vector_with(&bytes, column_type, &column.decode_options())
+            .map_err(|e| Error::corrupt(file.display().to_string(), e.to_string()))?
+            .length;
+        Ok(FiloView {
+            source: file.to_path_buf(),
+            dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            manifest: Manifest {
+                format_version: version,
+                num_rows: rows,
+                columns: vec![column],
+            },
+            cache: Cache::new(cache_size),
+        })
+    }
+
+    fn column(&self, c: usize) -> Result<&ManifestColumn> {
+        self.manifest
+            .columns
+            .get(c)
+            .ok_or_else(|| Error::NotFound(format!("column #{c}")))
+    }
+
+    /// "column id, id.filo": prefixed to every error about a column.
+    fn context(&self, c: &ManifestColumn) -> String {
+        format!("column {}, {}", c.name, c.file)
+    }
+
+    fn chunk(&self, c: usize) -> Result<Arc<Item>> {
+        let column = self.column(c)?;
+        self.cache.get_or_load(Key::Chunk(c), || {
+            read_file(&self.dir.join(&column.file)).map(Item::Bytes)
+        })
+    }
+
+    fn decoded(&self, c: usize) -> Result<Arc<Item>> {
+        let column = self.column(c)?;
+        self.cache.get_or_load(Key::Decoded(c), || {
+            let chunk = self.chunk(c)?;
+            let Item::Bytes(bytes) = &*chunk else {
+                return Err(Error::corrupt(
+                    self.context(column),
+                    "cache holds the wrong item",
+                ));
+            };
+            self.manifest
+                .decode_column(column, bytes)
+                .map(Item::Column)
+                .map_err(|e| Error::corrupt(self.context(column), e.to_string()))
+        })
+    }
+
+    fn with_decoded<T>(&self, c: usize, f: impl FnOnce(&DecodedColumn) -> T) -> Result<T> {
+        let item = self.decoded(c)?;
+        match &*item {
+            Item::Column(col) => Ok(f(col)),
+            Item::Bytes(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
+        }
+    }
+
+    fn rows(&self) -> u64 {
+        self.manifest.num_rows
+    }
+
+    /// Bytes of a file that has to be built whole (everything but lazy `values.bin`).
+    fn built(&self, c: usize, file: FiloFile) -> Result<Vec<u8>> {
+        let column = self.column(c)?;
+        match file {
+            FiloFile::Values => self.with_decoded(c, |d| match &d.values {
+                Values::Fixed { bytes, .. } | Values::Var { bytes, .. } => bytes.clone(),
+            }),
+            FiloFile::Offsets => self.with_decoded(c, |d| match &d.values {
+                Values::Var { offsets, .. } => {
+                    offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+                }
+                Values::Fixed { .. } => Vec::new(),
+            }),
+            FiloFile::Validity => self.with_decoded(c, |d| d.validity.clone()),
+            FiloFile::Timezone => self.with_decoded(c, |d| {
+                d.timezone
+                    .as_ref()
+                    .map(|z| z.iter().map(|&q| q as u8).collect())
+                    .unwrap_or_default()
+            }),
+            FiloFile::Npy => {
+                let mut out = npy::header(datatype(column.column_type), 1, self.rows());
+                out.extend(self.read_values(c, 0, u64::MAX)?);
+                Ok(out)
+            }
+            FiloFile::Text => {
+                let item = self.cache.get_or_load(Key::Text(c), || {
+                    self.with_decoded(c, |d| Item::Bytes(render_text(d, column.column_type)))
+                })?;
+                match &*item {
+                    Item::Bytes(b) => Ok(b.clone()),
+                    Item::Column(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
+                }
+            }
+        }
+    }
+
+    /// `values.bin`: numeric columns row by row from the chunk, strings decoded.
+    fn read_values(&self, c: usize, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let column = self.column(c)?;
+        if column.column_type.elem_size().is_none() {
+            let all = self.built(c, FiloFile::Values)?;
+            return Ok(slice(&all, offset, len).to_vec());
+        }
+        let chunk = self.chunk(c)?;
+        let Item::Bytes(bytes) = &*chunk else {
+            return Err(Error::corrupt(
+                self.context(column),
+                "cache holds the wrong item",
+            ));
+        };
+        let layout = fixed_layout_with(bytes, column.column_type, &column.decode_options())
+            .map_err(|e| Error::corrupt(self.context(column), e.to_string()))?
+            .ok_or_else(|| Error::corrupt(self.context(column), "no fixed layout"))?;
+        self.manifest
+            .check_rows(column, layout.rows())
+            .map_err(|e| Error::corrupt(self.context(column), e.to_string()))?;
+        let size = layout.values_len();
+        let end = offset.saturating_add(len).min(size);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let mut out = vec![0u8; (end - offset) as usize];
+        let n = layout.read_values_at(offset, &mut out);
+        out.truncate(n);
+        Ok(out)
+    }
+
+    fn fragment_json(&self) -> Result<Vec<u8>> {
+        let item = self.cache.get_or_load(Key::Json, || {
+            let columns = self
+                .manifest
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(c, col)| {
+                    let meta = self.with_decoded(c, |d| d.metadata_json())?;
+                    Ok(json!({
+                        "name": col.name,
+                        "type": col.column_type.name(),
+                        "file": col.file,
+                        "format_version": col.format_version.name(),
+                        "vector": meta,
+                    }))
+                })
+                .collect::<Result<Vec<Value>>>()?;
+            let doc = json!({
+                "source": self.source.display().to_string(),
+                "format": "filo",
+                "format_version": self.manifest.format_version.name(),
+                "rows": self.rows(),
+                "columns": columns,
+            });
+            Ok(Item::Bytes(super::json::to_bytes(&doc)))
+        })?;
+        match &*item {
+            Item::Bytes(b) => Ok(b.clone()),
+            Item::Column(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
+        }
+    }
+
+    fn file_size(&self, c: usize, file: FiloFile) -> Result<u64> {
+        let column = self.column(c)?;
+        let rows = self.rows();
+        Ok(match (file, column.column_type.elem_size()) {
+            (FiloFile::Values, Some(size)) => rows * size as u64,
+            (FiloFile::Npy, Some(size)) => {
+                npy::header(datatype(column.column_type), 1, rows).len() as u64 + rows * size as u64
+            }
+            (FiloFile::Validity | FiloFile::Timezone, _) => rows,
+            (FiloFile::Offsets, _) => rows * 8,
+            _ => self.built(c, file)?.len() as u64,
+        })
+    }
+}
+
+fn slice(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
+    let start = offset.min(bytes.len() as u64) as usize;
+    let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
+    &bytes[start..end]
+}
+
+/// One row per line, NULL for NA, as `values.txt` of TileDB fields.
+fn render_text(d: &DecodedColumn, t: ColumnType) -> Vec<u8> {
+    let mut out = Vec::new();
+    for row in 0..d.length as usize {
+        if d.validity.get(row) == Some(&1) {
+            text::cell(&mut out, datatype(t), d.values.row(row).unwrap_or_default());
+        } else {
+            out.extend_from_slice(text::NULL.as_bytes());
+        }
+        out.push(b'\n');
+    }
+    out
+}
+
+impl FileTree for FiloView {
+    fn list(&self, dir: Node) -> Result<Vec<Entry>> {
+        let e = |name: &str, node| Entry {
+            name: name.to_string(),
+            node,
+        };
+        match dir {
+            Node::Root => {
+                let mut out = vec![e("fragment.json", Node::FiloJson)];
+                for (c, col) in self.manifest.columns.iter().enumerate() {
+                    out.push(e(&names::encode(&col.name), Node::FiloColumn(c)));
+                }
+                Ok(out)
+            }
+            Node::FiloColumn(c) => {
+                let t = self.column(c)?.column_type;
+                Ok(FiloFile::ALL
+                    .into_iter()
+                    .filter(|f| f.applies_to(t))
+                    .map(|f| e(f.name(), Node::FiloFile(c, f)))
+                    .collect())
+            }
+            other if other.is_dir() => {
+                Err(Error::NotFound(format!("{other:?} in a Filo fragment")))
+            }
+            other => Err(Error::NotDirectory(format!("{other:?}"))),
+        }
+    }
+
+    fn lookup(&self, parent: Node, name: &str) -> Result<Node> {
+        if !parent.is_dir() {
+            return Err(Error::NotDirectory(name.to_string()));
+        }
+        self.list(parent)?
+            .into_iter()
+            .find(|e| e.name == name)
+            .map(|e| e.node)
+            .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    fn stat(&self, node: Node) -> Result<Stat> {
+        let (kind, size, nlink) = match node {
+            Node::Root => (
+                Kind::Dir,
+                0,
+                2 + self.manifest.columns.len().min(u32::MAX as usize - 2) as u32,
+            ),
+            Node::FiloColumn(c) => {
+                self.column(c)?;
+                (Kind::Dir, 0, 2)
+            }
+            Node::FiloJson | Node::FiloFile(..) => (Kind::File, self.size(node)?, 1),
+            other => return Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+        };
+        Ok(Stat {
+            kind,
+            size,
+            nlink,
+            mtime_ms: None,
+        })
+    }
+
+    fn size(&self, node: Node) -> Result<u64> {
+        match node {
+            Node::FiloJson => Ok(self.fragment_json()?.len() as u64),
+            Node::FiloFile(c, f) if f.applies_to(self.column(c)?.column_type) => {
+                self.file_size(c, f)
+            }
+            n if n.is_dir() => Ok(0),
+            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+        }
+    }
+
+    fn read_at(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
+        match node {
+            Node::FiloJson => Ok(slice(&self.fragment_json()?, offset, len).to_vec()),
+            Node::FiloFile(c, FiloFile::Values) => self.read_values(c, offset, len),
+            Node::FiloFile(c, f) if f.applies_to(self.column(c)?.column_type) => {
+                Ok(slice(&self.built(c, f)?, offset, len).to_vec())
+            }
+            n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
+            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+        }
+    }
+
+    fn parent(&self, node: Node) -> Node {
+        match node {
+            Node::FiloFile(c, _) => Node::FiloColumn(c),
+            _ => Node::Root,
+        }
+    }
+
+    fn is_immutable(&self, _node: Node) -> bool {
+        true
+    }
+
+    fn size_is_costly(&self, _node: Node) -> bool {
+        false
+    }
+
+    fn generation(&self) -> u64 {
+        0
+    }
+
+    fn source(&self) -> PathBuf {
+        self.source.clone()
+    }
+
+    fn entry_count(&self) -> u64 {
+        self.manifest.columns.len() as u64
+    }
+
+    fn info(&self) -> String {
+        let mut out = format!(
+            "filo       {} ({}), {} rows\n\n  {:<24} {:<10} {:<28} {:>10}  file\n",
+            self.source.display(),
+            self.manifest.format_version.name(),
+            self.rows(),
+            "column",
+            "type",
+            "vector",
+            "bytes"
+        );
+        for (c, col) in self.manifest.columns.iter().enumerate() {
+            let kind = self
+                .with_decoded(c, |d| d.kind.name().to_string())
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            let bytes = std::fs::metadata(self.dir.join(&col.file)).map_or(0, |m| m.len());
+            out.push_str(&format!(
+                "  {:<24} {:<10} {:<28} {:>10}  {}\n",
+                col.name,
+                col.column_type.name(),
+                kind,
+                bytes,
+                col.file
+            ));
+        }
+        out
+    }
+}
