@@ -311,4 +311,11 @@ fn a_corrupt_column_is_an_error_naming_it_and_the_others_still_read() {
         "{err}"
     );
     assert!(read("id/values.bin").is_ok());
+    if fuse_available("corrupt Filo column") {
+        let m = TreeMount::new(tree.clone());
+        let err = std::fs::read(m.path().join("ts/values.bin")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+        let good = std::fs::read(m.path().join("id/values.txt")).unwrap();
+        assert_eq!(good, b"7\n8\n9\n10\n");
+    }
 }
