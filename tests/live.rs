@@ -17,23 +17,6 @@ use std::time::{Duration, Instant};
 use common::mounting::*;
 use common::*;
 
-fn python_with_tiledb() -> Option<String> {
-    let python = std::env::var("FRAGFS_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&python)
-        .args(["-c", "import tiledb"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some(python);
-    }
-    let reason = format!("{python} has no tiledb (scripts/test.sh installs it in a venv)");
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but {reason}");
-    }
-    println!("SKIP: {reason}");
-    None
-}
-
 fn tiledb(python: &str, args: &[&str]) {
     let out = Command::new(python)
         .arg(repo().join("tests/tiledb_ops.py"))
@@ -86,7 +69,7 @@ fn writes_consolidation_and_vacuum_under_a_live_mount() {
     if !fuse_available("live changes") {
         return;
     }
-    let Some(python) = python_with_tiledb() else {
+    let Some(python) = python_with("tiledb") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -10,24 +10,6 @@ use std::process::Command;
 use common::mounting::*;
 use common::*;
 
-/// A Python with numpy: `FRAGFS_TEST_PYTHON` (set by scripts/test.sh), else `python3`.
-fn python_with_numpy() -> Option<String> {
-    let python = std::env::var("FRAGFS_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&python)
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some(python);
-    }
-    let reason = format!("{python} has no numpy (scripts/test.sh installs it in a venv)");
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but {reason}");
-    }
-    println!("SKIP: {reason}");
-    None
-}
-
 /// Mounts `arrays` a batch at a time and runs the checker over each batch.
 fn check(python: &str, arrays: &[(std::path::PathBuf, serde_json::Value)]) -> usize {
     let script = repo().join("tests/check_text_npy.py");
@@ -60,7 +42,7 @@ fn fixtures_npy_txt_and_csv_match_tiledb() {
     if !fuse_available("text files") {
         return;
     }
-    let Some(python) = python_with_numpy() else {
+    let Some(python) = python_with("numpy") else {
         return;
     };
     let arrays = expected_files(&fixtures());
@@ -80,7 +62,7 @@ fn shared_corpus_npy_txt_and_csv_match_tiledb() {
     if !fuse_available("text files") {
         return;
     }
-    let Some(python) = python_with_numpy() else {
+    let Some(python) = python_with("numpy") else {
         return;
     };
     let mut arrays = Vec::new();

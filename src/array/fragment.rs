@@ -18,8 +18,9 @@ use crate::format::fragment_metadata::{
 use crate::format::legacy_metadata::LegacyMetadata;
 use crate::format::name::TimestampedName;
 use crate::format::schema::ArraySchema;
-use crate::format::{datatype::decode_int, Reader};
+use crate::format::Reader;
 
+use super::dense_grid::DenseGrid;
 use super::field::{fragment_fields, Field};
 use super::generic_tile::{decode_generic_tile, read_generic_tile};
 use super::storage::DataFile;
@@ -506,46 +507,12 @@ fn dense_tiling(
     schema: &ArraySchema,
     footer: &Footer,
 ) -> std::result::Result<(u64, u64, u64), String> {
-    let mut tiles: u64 = 1;
-    let mut cells: u64 = 1;
-    for (d, (lo, hi)) in schema.dimensions.iter().zip(&footer.non_empty_domain) {
-        let t = d.datatype;
-        let num = |b: &[u8]| {
-            decode_int(b, t).ok_or(format!(
-                "dense dimension {} has non-integer type {}",
-                d.name,
-                t.name()
-            ))
-        };
-        let dom_lo = num(d.domain.get(..t.size() as usize).unwrap_or(&[]))?;
-        let extent = match &d.tile_extent {
-            Some(e) => num(e)?,
-            None => return Err(format!("dense dimension {} has no tile extent", d.name)),
-        };
-        if extent <= 0 {
-            return Err(format!("dimension {} has tile extent {extent}", d.name));
-        }
-        let (lo, hi) = (num(lo)?, num(hi)?);
-        if hi < lo || lo < dom_lo {
-            return Err(format!(
-                "non-empty domain [{lo}, {hi}] of {} is outside the domain",
-                d.name
-            ));
-        }
-        let count = (hi - dom_lo) / extent - (lo - dom_lo) / extent + 1;
-        tiles = u64::try_from(count)
-            .ok()
-            .and_then(|c| tiles.checked_mul(c))
-            .ok_or("dense tile count overflows")?;
-        cells = u64::try_from(extent)
-            .ok()
-            .and_then(|e| cells.checked_mul(e))
-            .ok_or("dense tile cell count overflows")?;
-    }
-    if footer.non_empty_domain.len() != schema.dimensions.len() {
-        return Err("dense fragment has no non-empty domain".into());
-    }
-    Ok((tiles, cells, cells))
+    let grid = DenseGrid::new(schema, footer)?;
+    Ok((
+        grid.tile_count(),
+        grid.cells_per_tile(),
+        grid.cells_per_tile(),
+    ))
 }
 
 /// Reads the fragment folder's total size on disk (for `info`).

@@ -458,3 +458,23 @@ pub fn check_info(array: &fragfs::array::Array, expected: &Value) -> Result<(), 
     }
     Ok(())
 }
+
+/// A Python that can import `module`: `FRAGFS_TEST_PYTHON` (set by scripts/test.sh, which
+/// installs numpy and TileDB-Py into a venv), else `python3`. Without one the caller
+/// skips, saying why, except under CI=true, where that is a failure.
+pub fn python_with(module: &str) -> Option<String> {
+    let python = std::env::var("FRAGFS_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    let reason = format!("{python} has no {module} (scripts/test.sh installs it in a venv)");
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but {reason}");
+    }
+    println!("SKIP: {reason}");
+    None
+}
