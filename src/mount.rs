@@ -74,6 +74,7 @@ fn serve(
         }
         Err(e)
     };
+    limit_heap_arenas();
     // Before any thread exists, so all of them inherit the blocked mask and only the
     // waiting thread below ever sees these signals.
     let signals = match Signals::block() {
@@ -113,6 +114,19 @@ fn serve(
     session.run().map_err(|e| Error::io(mnt, e))?;
     log::info!("unmounted {}", mnt.display());
     Ok(())
+}
+
+/// glibc gives each thread its own heap arena and keeps what was freed in it: with FUSE
+/// workers and read-ahead threads all churning chunk- and reply-sized buffers, that held
+/// tens of MiB beyond the cache (the benchmark's peak RSS went from ~150 to ~100 MiB with
+/// one arena). Two arenas keep that bounded and still spare the threads most contention.
+fn limit_heap_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before the daemon
+    // starts any thread, and a refused value leaves glibc's default in place.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
 }
 
 /// The mount point must be an existing folder with nothing mounted on it yet.
