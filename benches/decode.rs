@@ -7,17 +7,20 @@
 //! One 8 MiB tile is cut into 64 KiB chunks, as TileDB writes them, filtered forward
 //! with TileDB's framing, then decoded over and over by
 //! - fragfs: `fragfs::filter::unfilter_chunk`, the public entry point every read uses;
-//! - the peer: the codec crate fragfs links, decompressing the same bytes
-//!   (`zstd::bulk::decompress`, `lz4_flex::block::decompress`, or a plain copy when
-//!   the pipeline is empty).
+//! - the peers: the codec crate fragfs links, decompressing the same bytes
+//!   (`zstd::bulk::decompress`, which makes a new context per call as fragfs does, and
+//!   a reused `zstd::bulk::Decompressor`; `lz4_flex::block::decompress`; a plain copy
+//!   when the pipeline is empty).
 //!
 //! The ratio fragfs / peer is the share of the codec's speed that survives the
 //! pipeline (header parsing, buffers, copies). Each figure is the median of several
-//! rounds of at least 0.3 s. Output lines start with `decode ` (bench.sh parses them).
+//! rounds of at least 0.3 s, fragfs's and the peers' rounds alternating. Output lines
+//! start with `decode ` (bench.sh parses them).
 //!
 //! `cargo test --all-targets` runs this binary too, without `--bench`: it then only
 //! checks that both sides decode every chunk to the original bytes, in one quick pass.
 
+use std::cell::RefCell;
 use std::error::Error;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -113,28 +116,28 @@ fn framed(plain: &[u8], compressed: Vec<u8>) -> Res<Chunk> {
     })
 }
 
+/// The bare codec on one chunk's data, giving its decoded bytes.
+type Decode = Box<dyn Fn(&Chunk) -> Res<Vec<u8>>>;
+
 struct Case {
     name: &'static str,
-    peer: &'static str,
     pipeline: FilterPipeline,
     ctx: ChunkContext,
     chunks: Vec<Chunk>,
-    /// The bare codec on one chunk's data, giving its decoded bytes.
-    raw: fn(&Chunk) -> Res<Vec<u8>>,
+    /// Named peers: the codec crate decoding the same chunks.
+    peers: Vec<(&'static str, Decode)>,
 }
 
 fn case(
     name: &'static str,
-    peer: &'static str,
     filters: Vec<Filter>,
     field_type: Datatype,
     tile: &[u8],
     forward: impl Fn(&[u8]) -> Res<Chunk>,
-    raw: fn(&Chunk) -> Res<Vec<u8>>,
+    peers: Vec<(&'static str, Decode)>,
 ) -> Res<Case> {
     Ok(Case {
         name,
-        peer,
         pipeline: FilterPipeline {
             max_chunk_size: CHUNK as u32,
             filters,
@@ -146,34 +149,71 @@ fn case(
             key: None,
         },
         chunks: tile.chunks(CHUNK).map(forward).collect::<Res<_>>()?,
-        raw,
+        peers,
     })
 }
 
-/// Median throughput in MB/s (10^6 bytes) of `decode` over every chunk of `case`.
-fn throughput(case: &Case, timing: Timing, decode: impl Fn(&Chunk) -> Res<Vec<u8>>) -> Res<f64> {
-    let bytes: usize = case.chunks.iter().map(|c| c.plain.len()).sum();
-    // Once untimed: warms caches and proves both sides decode to the original bytes.
+/// Checks that `decode` gives back every chunk's original bytes (untimed; also warms
+/// the caches).
+fn check(case: &Case, who: &str, decode: &dyn Fn(&Chunk) -> Res<Vec<u8>>) -> Res<()> {
     for c in &case.chunks {
         if decode(c)? != c.plain {
-            return Err(format!("{}: decoded bytes differ from the original", case.name).into());
+            return Err(format!(
+                "{}, {who}: decoded bytes differ from the original",
+                case.name
+            )
+            .into());
         }
     }
-    let mut rates = Vec::with_capacity(timing.rounds);
+    Ok(())
+}
+
+/// One round: MB/s (10^6 bytes) of `decode` over every chunk of `case`, repeated for at
+/// least `min_round` (and at least once).
+fn round(case: &Case, min_round: Duration, decode: &dyn Fn(&Chunk) -> Res<Vec<u8>>) -> Res<f64> {
+    let bytes: usize = case.chunks.iter().map(|c| c.plain.len()).sum();
+    let start = Instant::now();
+    let mut done = 0usize;
+    while done == 0 || start.elapsed() < min_round {
+        for c in &case.chunks {
+            black_box(decode(black_box(c))?);
+        }
+        done += bytes;
+    }
+    Ok(done as f64 / start.elapsed().as_secs_f64() / 1e6)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Median MB/s of fragfs and of each peer. Their rounds alternate, so a busy moment of
+/// a shared machine slows both alike instead of skewing the ratio.
+fn measure(case: &Case, timing: Timing) -> Res<(f64, Vec<f64>)> {
+    let fragfs = |c: &Chunk| -> Res<Vec<u8>> {
+        let len = u32::try_from(c.plain.len())?;
+        Ok(unfilter_chunk(
+            &case.pipeline,
+            &case.ctx,
+            &c.md,
+            &c.data,
+            len,
+        )?)
+    };
+    check(case, "fragfs", &fragfs)?;
+    for (name, peer) in &case.peers {
+        check(case, name, peer)?;
+    }
+    let mut ours = Vec::with_capacity(timing.rounds);
+    let mut theirs = vec![Vec::with_capacity(timing.rounds); case.peers.len()];
     for _ in 0..timing.rounds {
-        let start = Instant::now();
-        let mut done = 0usize;
-        // At least one pass, however short `min_round` is.
-        while done == 0 || start.elapsed() < timing.min_round {
-            for c in &case.chunks {
-                black_box(decode(black_box(c))?);
-            }
-            done += bytes;
+        ours.push(round(case, timing.min_round, &fragfs)?);
+        for ((_, peer), rates) in case.peers.iter().zip(&mut theirs) {
+            rates.push(round(case, timing.min_round, peer)?);
         }
-        rates.push(done as f64 / start.elapsed().as_secs_f64() / 1e6);
     }
-    rates.sort_by(f64::total_cmp);
-    Ok(rates[rates.len() / 2])
+    Ok((median(ours), theirs.into_iter().map(median).collect()))
 }
 
 fn main() -> Res<()> {
@@ -184,28 +224,42 @@ fn main() -> Res<()> {
         SMOKE
     };
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // zstd::bulk::decompress makes a fresh decompression context per call, as
+    // fragfs does; one reused context shows what that costs.
+    let dctx = RefCell::new(zstd::bulk::Decompressor::new()?);
     let cases = [
         case(
             "zstd",
-            "zstd::bulk::decompress",
             vec![Filter::Zstd { level: 3 }],
             Datatype::Float64,
             &walk_f64(&mut rng),
             |p| framed(p, zstd::bulk::compress(p, 3)?),
-            |c| Ok(zstd::bulk::decompress(&c.data, c.plain.len())?),
+            vec![
+                (
+                    "zstd::bulk::decompress",
+                    Box::new(|c: &Chunk| Ok(zstd::bulk::decompress(&c.data, c.plain.len())?)),
+                ),
+                (
+                    "zstd::bulk::Decompressor(reused)",
+                    Box::new(move |c: &Chunk| {
+                        Ok(dctx.borrow_mut().decompress(&c.data, c.plain.len())?)
+                    }),
+                ),
+            ],
         )?,
         case(
             "lz4",
-            "lz4_flex::block::decompress",
             vec![Filter::Lz4 { level: 1 }],
             Datatype::Int64,
             &counter_i64(&mut rng),
             |p| framed(p, lz4_flex::block::compress(p)),
-            |c| Ok(lz4_flex::block::decompress(&c.data, c.plain.len())?),
+            vec![(
+                "lz4_flex::block::decompress",
+                Box::new(|c: &Chunk| Ok(lz4_flex::block::decompress(&c.data, c.plain.len())?)),
+            )],
         )?,
         case(
             "none",
-            "<[u8]>::to_vec",
             vec![],
             Datatype::Int32,
             &random_i32(&mut rng),
@@ -216,35 +270,26 @@ fn main() -> Res<()> {
                     plain: p.to_vec(),
                 })
             },
-            |c| Ok(c.data.clone()),
+            vec![("<[u8]>::to_vec", Box::new(|c: &Chunk| Ok(c.data.clone())))],
         )?,
     ];
+    let note = if timing.rounds == 1 {
+        "; smoke run, figures not meaningful"
+    } else {
+        ""
+    };
     for case in &cases {
-        let fragfs = throughput(case, timing, |c| {
-            let len = u32::try_from(c.plain.len())?;
-            Ok(unfilter_chunk(
-                &case.pipeline,
-                &case.ctx,
-                &c.md,
-                &c.data,
-                len,
-            )?)
-        })?;
-        let peer = throughput(case, timing, case.raw)?;
+        let (fragfs, peers) = measure(case, timing)?;
         let stored: usize = case.chunks.iter().map(|c| c.md.len() + c.data.len()).sum();
-        println!(
-            "decode {}: fragfs {fragfs:.0} MB/s, {} {peer:.0} MB/s, ratio {:.2} \
-             (64 KiB chunks, {:.2}x compression){}",
-            case.name,
-            case.peer,
-            fragfs / peer,
-            TILE as f64 / stored as f64,
-            if timing.rounds == 1 {
-                "; smoke run, figures not meaningful"
-            } else {
-                ""
-            }
-        );
+        for ((peer_name, _), peer) in case.peers.iter().zip(peers) {
+            println!(
+                "decode {}: fragfs {fragfs:.0} MB/s, {peer_name} {peer:.0} MB/s, ratio {:.2} \
+                 (64 KiB chunks, {:.2}x compression){note}",
+                case.name,
+                fragfs / peer,
+                TILE as f64 / stored as f64,
+            );
+        }
     }
     Ok(())
 }
