@@ -6,6 +6,9 @@ For each attribute, through a fresh foreground mount with the page cache dropped
 1. `cat` of every fragment's values.bin under `perf record --call-graph dwarf` of the
    daemon; the daemon's CPU time (user, system) against the wall time;
 2. the same read under `strace -c -f` of the daemon: system calls by count.
+Then the peak-RSS read of bench.sh twice: with glibc's default malloc and with
+MALLOC_ARENA_MAX=1 (one heap for all threads), to tell the decoded-chunk cache from
+memory the allocator keeps in its per-thread arenas.
 Reports go to target/bench/profile/<attr>.txt (flat profile, inclusive profile, per
 thread, syscalls); the perf data stays beside them for `perf report -i`. A short
 summary is printed.
@@ -20,7 +23,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import ATTRS, BENCH, BIG, drop_caches, fragfs_foreground, fragments, values  # noqa: E402
+# Imported after the sys.path line above, which makes run.py importable.
+from run import (
+    ATTRS,
+    BENCH,
+    BIG,
+    drop_caches,
+    fragfs_foreground,
+    fragments,
+    rss_peak,
+    values,
+)
 
 OUT = BENCH / "profile"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -49,7 +62,7 @@ def stop(proc: subprocess.Popen) -> str:
 
 def perf_report(data: Path, *args: str) -> str:
     out = subprocess.run(["perf", "report", "-i", data, "--stdio", *args],
-                         capture_output=True, text=True)
+                         check=True, capture_output=True, text=True)
     return "\n".join(line for line in out.stdout.splitlines()
                      if line.strip() and not line.startswith("#"))
 
@@ -98,6 +111,14 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for attr in args.attrs.split(","):
         print(profile(attr), flush=True)
+    lines = []
+    for name, env in [("glibc default", None), ("MALLOC_ARENA_MAX=1", {"MALLOC_ARENA_MAX": "1"})]:
+        seq, conc = rss_peak(env)
+        lines.append(f"  {name:<20} VmHWM {seq:6.1f} MiB after the sequential read, "
+                     f"{conc:6.1f} MiB after the concurrent one")
+    text = "peak RSS with --cache-size 64M by allocator setting:\n" + "\n".join(lines)
+    (OUT / "rss.txt").write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":
