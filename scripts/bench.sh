@@ -6,7 +6,7 @@
 #   bash scripts/bench.sh [--regenerate] [--repeat N] [--only SECTIONS] [--profile]
 #
 #   --regenerate    rewrite the benchmark arrays even if present
-#   --repeat N      runs per figure, the median is kept (default 3)
+#   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
