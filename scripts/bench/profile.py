@@ -1,6 +1,6 @@
 """Where the daemon's time goes during the sequential reads (bench.sh --profile).
 
-    target/bench/venv/bin/python scripts/bench/profile.py [--attrs walk,count,raw]
+    target/bench/venv/bin/python scripts/bench/profile.py [--attrs walk,count,raw] [--warm]
 
 For each attribute, through a fresh foreground mount with the page cache dropped:
 1. `cat` of every fragment's values.bin under `perf record --call-graph dwarf` of the
@@ -11,7 +11,8 @@ MALLOC_ARENA_MAX=1 (one heap for all threads), to tell the decoded-chunk cache f
 memory the allocator keeps in its per-thread arenas.
 Reports go to target/bench/profile/<attr>.txt (flat profile, inclusive profile, per
 thread, syscalls); the perf data stays beside them for `perf report -i`. A short
-summary is printed.
+summary is printed. With --warm the array's files are read into the page cache first
+instead of dropping it, which leaves the disk out of the profile.
 """
 
 import argparse
@@ -33,6 +34,7 @@ from run import (
     fragments,
     rss_peak,
     values,
+    warm_array,
 )
 
 OUT = BENCH / "profile"
@@ -67,11 +69,19 @@ def perf_report(data: Path, *args: str) -> str:
                      if line.strip() and not line.startswith("#"))
 
 
-def profile(attr: str) -> str:
+def profile(attr: str, warm: bool) -> str:
     files = [values(f, attr) for f in fragments()]
-    data = OUT / f"{attr}.perf.data"
+    mode = "warm" if warm else "cold"
+    data = OUT / f"{attr}-{mode}.perf.data"
+
+    def prepare() -> None:
+        if warm:
+            warm_array()
+        else:
+            drop_caches()
+
     with fragfs_foreground(BIG) as daemon:
-        drop_caches()
+        prepare()
         perf = attach(["perf", "record", "--call-graph", "dwarf,16384", "-F", "1999",
                        "-p", str(daemon.pid), "-o", data])
         u0, s0 = cpu_seconds(daemon.pid)
@@ -81,7 +91,7 @@ def profile(attr: str) -> str:
         u1, s1 = cpu_seconds(daemon.pid)
         stop(perf)
     with fragfs_foreground(BIG) as daemon:
-        drop_caches()
+        prepare()
         strace = attach(["strace", "-c", "-f", "-p", str(daemon.pid)])
         subprocess.run(["cat", *files], check=True, stdout=subprocess.DEVNULL)
         syscalls = stop(strace)
@@ -92,25 +102,30 @@ def profile(attr: str) -> str:
     threads = perf_report(data, "--no-children", "--sort", "comm", "-g", "none")
     cpu = (f"wall {wall:.3f} s; daemon CPU: user {u1 - u0:.2f} s, system {s1 - s0:.2f} s "
            f"({(u1 - u0 + s1 - s0) / wall:.2f} cores busy on average)")
-    report = (f"# {attr}: cat of {len(files)} values.bin, cold, fresh mount\n{cpu}\n\n"
+    report = (f"# {attr}: cat of {len(files)} values.bin, {mode}, fresh mount\n{cpu}\n\n"
               f"## flat profile (self time, dso and symbol)\n{flat}\n\n"
               f"## inclusive profile (time in a function and its callees)\n{inclusive}\n\n"
               f"## by thread\n{threads}\n\n## system calls (strace -c -f)\n{syscalls}\n")
-    (OUT / f"{attr}.txt").write_text(report)
+    (OUT / f"{attr}-{mode}.txt").write_text(report)
     top = "\n".join("    " + line.strip() for line in flat.splitlines()[:8])
-    return f"{attr}: {cpu}\n  top self time:\n{top}\n  full report: {OUT / attr}.txt"
+    return f"{attr} ({mode}): {cpu}\n  top self time:\n{top}\n  full report: " \
+           f"{OUT / attr}-{mode}.txt"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attrs", default=",".join(a for a, _, _ in ATTRS))
+    ap.add_argument("--warm", action="store_true", help="array files in the page cache")
+    ap.add_argument("--no-rss", action="store_true", help="skip the allocator experiment")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("profile.py: needs root")
     OUT.mkdir(parents=True, exist_ok=True)
     for attr in args.attrs.split(","):
-        print(profile(attr), flush=True)
+        print(profile(attr, args.warm), flush=True)
+    if args.no_rss:
+        return
     lines = []
     for name, env in [("glibc default", None), ("MALLOC_ARENA_MAX=1", {"MALLOC_ARENA_MAX": "1"})]:
         seq, conc = rss_peak(env)
