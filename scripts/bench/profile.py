@@ -29,6 +29,7 @@ from run import (
     ATTRS,
     BENCH,
     BIG,
+    boost,
     drop_caches,
     fragfs_foreground,
     fragments,
@@ -122,6 +123,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("profile.py: needs root")
     OUT.mkdir(parents=True, exist_ok=True)
+    boost()  # as run.py; bench.sh restores the session's priority when it ends
     for attr in args.attrs.split(","):
         print(profile(attr, args.warm), flush=True)
     if args.no_rss:

@@ -95,6 +95,23 @@ def settle() -> None:
     BUSY.append(busy)
 
 
+def boost(pid: int | str = "self") -> str | None:
+    """Raises the scheduling weight of `pid`'s session; returns the old autogroup nice.
+
+    With autogroup scheduling (sched_autogroup_enabled, the default on many kernels)
+    nice only ranks processes within one session, while each session competes as a
+    whole: other sessions' builds would get as much CPU as the benchmark, whatever
+    their nice level. bench.sh runs this at nice -10; this gives the session the
+    same weight. A no-op where autogroups do not exist."""
+    path = Path(f"/proc/{pid}/autogroup")
+    try:
+        old = path.read_text().split()[-1]
+        path.write_text("-10")
+        return old
+    except OSError:
+        return None
+
+
 def unmount(mnt: Path = MNT) -> None:
     """Unmounts whatever is on `mnt`; the daemon exits when its mount goes."""
     if os.path.ismount(mnt):
@@ -104,20 +121,10 @@ def unmount(mnt: Path = MNT) -> None:
 
 
 @contextlib.contextmanager
-def fragfs_daemon(array: Path, *options: str):
-    """`fragfs mount` in daemon mode: returns once the mount is live."""
-    unmount()
-    subprocess.run([FRAGFS, "mount", *options, array, MNT], check=True)
-    try:
-        yield
-    finally:
-        unmount()
-
-
-@contextlib.contextmanager
 def fragfs_foreground(array: Path, *options: str, env: dict | None = None):
-    """`fragfs mount -f` in the background, to know the daemon's PID; `env` adds to
-    its environment."""
+    """`fragfs mount -f` in the background: the daemon's PID is known, and it stays in
+    this session, so it shares the priority boost() gave it (daemon mode starts a new
+    session). Returns once the mount is live. `env` adds to its environment."""
     unmount()
     # Its log (stderr) goes to a file, out of the table's way.
     with open(BENCH / "daemon.log", "a") as log:
@@ -278,7 +285,7 @@ def seq(rep: Report, repeat: int) -> None:
                                          "tiledb_warm")}
         for _ in range(repeat):
             settle()
-            with fragfs_daemon(BIG):
+            with fragfs_foreground(BIG):
                 drop_caches()
                 runs["fragfs"].append(timed(["cat", *files]))
             with zerofs(nbytes, zlog):
@@ -286,7 +293,7 @@ def seq(rep: Report, repeat: int) -> None:
                 runs["zerofs"].append(timed(["cat", MNT / "zeros"]))
             runs["tiledb"].append(tdb_whole(attr, nbytes, cold=True))
             warm_array()
-            with fragfs_daemon(BIG):
+            with fragfs_foreground(BIG):
                 runs["fragfs_warm"].append(timed(["cat", *files]))
             warm_array()
             runs["tiledb_warm"].append(tdb_whole(attr, nbytes, cold=False))
@@ -335,7 +342,7 @@ def random_reads(rep: Report, repeat: int) -> None:
         # 4 KiB reads, one fresh mount, caches dropped once: the array and its
         # fragments are opened, nothing of the data is cached.
         settle()
-        with fragfs_daemon(BIG):
+        with fragfs_foreground(BIG):
             fds = [os.open(values(f, attr), os.O_RDONLY) for f in frags]
             drop_caches()
             lat, crc = [], 0
@@ -354,7 +361,7 @@ def random_reads(rep: Report, repeat: int) -> None:
         for _ in range(max(5, repeat)):
             frag, k = rng.randrange(len(frags)), rng.randrange(8)
             settle()
-            with fragfs_daemon(BIG):
+            with fragfs_foreground(BIG):
                 fd = os.open(values(frags[frag], attr), os.O_RDONLY)
                 try:
                     drop_caches()
@@ -435,6 +442,19 @@ def rss(rep: Report, repeat: int) -> None:
             f"zerofs {z_hwm:.1f} MiB", hwm / z_hwm)
 
 
+def daemon_pids() -> list[int]:
+    """PIDs of fragfs processes serving MNT."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        try:
+            args = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"fragfs") and str(MNT).encode() in args:
+            pids.append(int(p.name))
+    return pids
+
+
 def many(rep: Report, repeat: int) -> None:
     """10,000 small fragments: mount time (until `fragfs mount` returns, the mount being
     live) vs TileDB-Py opening the array, and `ls -l fragments/` vs `ls -l` of the
@@ -447,6 +467,9 @@ def many(rep: Report, repeat: int) -> None:
         drop_caches()
         t_mount.append(timed([FRAGFS, "mount", MANY, MNT]))
         try:
+            # The daemon made its own session: give it this one's priority for ls.
+            for pid in daemon_pids():
+                boost(pid)
             t0 = time.perf_counter()
             out = subprocess.run(f"ls -l '{MNT}/fragments/' | wc -l", shell=True, check=True,
                                  capture_output=True, text=True)
@@ -527,6 +550,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("run.py: needs root (mounting, dropping the page cache)")
     MNT.mkdir(parents=True, exist_ok=True)
+    old_group_nice = boost()
 
     header = machine()
     load_start = loadavg()
@@ -548,6 +572,8 @@ def main() -> None:
                     rep, args.repeat)
     finally:
         unmount()
+        if old_group_nice is not None:
+            Path("/proc/self/autogroup").write_text(old_group_nice)
     elapsed = time.monotonic() - t0
     busy = ""
     if BUSY:
