@@ -520,11 +520,17 @@ def machine() -> str:
                if l.startswith("MemTotal:"))
     dev = subprocess.run(["df", "--output=source,fstype", str(BENCH)], check=True,
                          capture_output=True, text=True).stdout.splitlines()[-1].split()
-    commit = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"],
-                            check=False, capture_output=True, text=True).stdout.strip()
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], check=False,
+                              capture_output=True, text=True).stdout.strip()
+
+    # The code measured: the last commit that changed src/, and whether it is edited.
+    src = git("log", "-1", "--format=%h %s", "--", "src", "Cargo.lock")
+    dirty = " + uncommitted changes" if git("status", "--porcelain", "--", "src") else ""
+    commit = f"src at {src[:60]}{dirty} (tree {git('rev-parse', '--short', 'HEAD')})"
     return (f"machine: {cpu}, {os.cpu_count()} cores, {mem / 1024 / 1024:.0f} GiB RAM, "
             f"Linux {platform.release()}, data on {' '.join(dev)}\n"
-            f"fragfs:  {commit[:72]}\n"
+            f"fragfs:  {commit}\n"
             f"date:    {time.strftime('%Y-%m-%d %H:%M %Z')}")
 
 
