@@ -16,7 +16,7 @@
 # writes the arrays once into target/bench/ (about 1.3 GB; reused on later runs), runs
 # `cargo bench --bench decode`, then scripts/bench/run.py, which measures and prints
 # the table (also saved to target/bench/results.txt, raw figures in results.json).
-# See scripts/bench/README.md. About 5 minutes once the data exists.
+# See scripts/bench/README.md. About 5 minutes once the data exists (--repeat 5).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         -h | --help)
-            sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;

@@ -2,12 +2,13 @@
 as a table of ratios. bench.sh prepares everything (root, venv, builds, arrays) and
 calls this with the venv's Python; it can be re-run alone the same way:
 
-    target/bench/venv/bin/python scripts/bench/run.py [--repeat N] [--perf] [--only NAME,...]
+    target/bench/venv/bin/python scripts/bench/run.py [--repeat N] [--only NAME,...]
 
-Every read is cold: the page cache is dropped (and fragfs mounted anew) right before
-each measurement, for fragfs, the zero-serving FUSE baseline and TileDB-Py alike, so
-everyone reads the array's files from disk. Figures are medians over --repeat runs;
-runs of fragfs and of its peer alternate, so a slow moment of the machine hits both.
+Reads are cold: the page cache is dropped (and fragfs mounted anew) right before each
+measurement, for fragfs, the zero-serving FUSE baseline and TileDB-Py alike, so all
+read the array's files from disk; the sequential section adds "warm files" rows.
+Figures are medians over --repeat runs; runs of fragfs and of its peers alternate, so
+a slow moment of the machine hits both.
 """
 
 import argparse
@@ -101,8 +102,10 @@ def boost(pid: int | str = "self") -> str | None:
     With autogroup scheduling (sched_autogroup_enabled, the default on many kernels)
     nice only ranks processes within one session, while each session competes as a
     whole: other sessions' builds would get as much CPU as the benchmark, whatever
-    their nice level. bench.sh runs this at nice -10; this gives the session the
+    their nice level. The measurements run at nice -10; this gives the session the
     same weight. A no-op where autogroups do not exist."""
+    if pid == "self" and os.getpriority(os.PRIO_PROCESS, 0) > -10:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)  # inherited by everything started here
     path = Path(f"/proc/{pid}/autogroup")
     try:
         old = path.read_text().split()[-1]
@@ -214,7 +217,7 @@ class Report:
         self.rows: list[tuple[str, str, str, str, str, str]] = []
         self.details: dict = {}
 
-    def row(self, name, fragfs, peer, ratio, target=None, ok=None) -> None:
+    def row(self, name, fragfs, peer, ratio, target=None) -> None:
         """`target` is (text, predicate on ratio) or None for information only."""
         if target is None:
             status, target_text = "info", "-"
