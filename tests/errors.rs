@@ -255,3 +255,29 @@ fn cat_and_view_never_write_inside_the_array() {
     assert!(read > 0);
     assert!(before == snapshot(&array), "the array folder changed");
 }
+
+fn fragment_name(frag: &Path) -> &str {
+    frag.file_name().unwrap().to_str().unwrap()
+}
+
+#[test]
+fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // The footer's non-empty domain of x (INT32, [0, 63]): its high end made 2^31 - 1,
+    // billions of cells no tile holds.
+    let meta = frag.join("__fragment_metadata.tdb");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    let domain = [0i32.to_le_bytes(), 63i32.to_le_bytes()].concat();
+    let at = bytes.windows(8).rposition(|w| w == domain).unwrap() + 4;
+    bytes[at..at + 4].copy_from_slice(&i32::MAX.to_le_bytes());
+    std::fs::write(&meta, bytes).unwrap();
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let name = fragment_name(&frag);
+    let started = std::time::Instant::now();
+    for file in ["x/values.bin", "x/values.txt", "i32/values.npy", "cells.csv"] {
+        let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
+        let err = view.size(node).unwrap_err().to_string();
+        assert_names(&err, &[name, "__fragment_metadata.tdb", "tile offsets"]);
+    }
+    assert!(started.elapsed().as_secs() < 5, "sizing took {:?}", started.elapsed());
+}

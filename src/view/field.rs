@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
-use crate::array::fragment::{FragmentMeta, TileList};
+use crate::array::fragment::{FragmentMeta, TileList, METADATA_FILE};
 use crate::array::tile::{FileRole, TileChunks, TileFile};
 use crate::error::{Error, Result};
 use crate::filter::StringChunk;
@@ -95,6 +95,7 @@ pub struct FieldReader<'a> {
 impl FieldReader<'_> {
     /// Exact size of a virtual file, from metadata alone.
     pub fn size(&self, file: RawFile) -> Result<u64> {
+        self.check_tile_count()?;
         let cells = self.meta.cell_count();
         Ok(match file {
             RawFile::Values if self.field.is_var() => *self.var_starts()?.last().unwrap_or(&0),
@@ -102,6 +103,28 @@ impl FieldReader<'_> {
             RawFile::Offsets => cells.saturating_mul(8),
             RawFile::Validity => cells,
         })
+    }
+
+    /// Sizes come from the tile count, which the footer gives (sparse) or the non-empty
+    /// domain implies (dense); a corrupt one could promise trillions of cells that no
+    /// tile holds (and endless synthesized coordinates). The tile offsets the metadata
+    /// lists for the first attribute (one list per fragment, metadata only, no tile read)
+    /// must cover every tile.
+    fn check_tile_count(&self) -> Result<()> {
+        if self.meta.schema.attributes.is_empty() {
+            return Ok(());
+        }
+        let listed = self.meta.tile_list(TileList::Offsets, 0)?.len() as u64;
+        if listed < self.meta.tile_count {
+            return Err(Error::corrupt(
+                format!("{}, {METADATA_FILE}", self.meta.context()),
+                format!(
+                    "the fragment has {} tiles, its first attribute's tile offsets list {listed}",
+                    self.meta.tile_count
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Start of each var tile in `values.bin`, plus the total at the end.

@@ -32,7 +32,8 @@ impl View {
             Node::Npy(f, i) => {
                 let header = self.npy_header(f, i)?;
                 let values = self.size(Node::Raw(f, i, RawFile::Values))?;
-                Ok(header.len() as u64 + values)
+                // Saturating: a corrupt cell count must not overflow (it fails on read).
+                Ok(values.saturating_add(header.len() as u64))
             }
             _ => {
                 let index = self.text_index(node)?;
@@ -122,7 +123,9 @@ impl View {
             };
             let cells = self.meta(f)?.cell_count();
             let blocks = cells.div_ceil(BLOCK_CELLS);
-            let mut starts = Vec::with_capacity(blocks as usize + 1);
+            // Grown as blocks really render: the cell count comes from metadata, and a
+            // corrupt one must not reserve memory for trillions of blocks up front.
+            let mut starts = Vec::new();
             let mut total = self.csv_header(node)?.len() as u64;
             for b in 0..blocks {
                 starts.push(total);
