@@ -281,3 +281,19 @@ fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
     }
     assert!(started.elapsed().as_secs() < 5, "sizing took {:?}", started.elapsed());
 }
+
+#[test]
+fn a_missing_fragment_metadata_file_is_eio_naming_it() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    std::fs::remove_file(frag.join("__fragment_metadata.tdb")).unwrap();
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let name = fragment_name(&frag);
+    let folder = view.resolve(&format!("fragments/{name}")).unwrap();
+    let err = view.list(folder).unwrap_err();
+    // The fragment is listed (committed): its lost metadata is bad data, not ENOENT.
+    assert_eq!(err.errno(), libc::EIO, "{err}");
+    assert_names(
+        &err.to_string(),
+        &[name, "__fragment_metadata.tdb", "No such file"],
+    );
+}
