@@ -297,3 +297,17 @@ fn a_missing_fragment_metadata_file_is_eio_naming_it() {
         &[name, "__fragment_metadata.tdb", "No such file"],
     );
 }
+
+#[test]
+fn a_lost_coords_file_of_a_v1_sparse_fragment_is_named_not_taken_for_dense() {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("v1_sparse_split_gzip");
+    copy_dir(&handbuilt().join("v1_sparse_split_gzip"), &array);
+    let name = "__0123456789abcdef0123456789abcdef_1541540586869";
+    std::fs::remove_file(array.join(name).join("__coords.tdb")).unwrap();
+    // Formats 1-2 have no dense flag: a sparse array's fragment stays sparse without it.
+    let err = read_field(&array, &array.join(name), "x", "values.bin")
+        .unwrap_err()
+        .to_string();
+    assert_names(&err, &[name, "__coords.tdb", "tile 0", "No such file"]);
+}

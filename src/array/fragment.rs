@@ -17,7 +17,7 @@ use crate::format::fragment_metadata::{
 };
 use crate::format::legacy_metadata::LegacyMetadata;
 use crate::format::name::TimestampedName;
-use crate::format::schema::ArraySchema;
+use crate::format::schema::{ArraySchema, ArrayType};
 use crate::format::Reader;
 
 use super::dense_grid::DenseGrid;
@@ -411,8 +411,11 @@ fn load_whole_file<'a>(
     let (_, payload) = decode_generic_tile(&bytes, fragment.key, &what)?;
     let metadata = LegacyMetadata::parse(&payload, &schema_file.schema)
         .map_err(|e| Error::format(&what, e))?;
-    // There is no dense flag yet: only sparse fragments have coordinates.
-    let dense = !fragment.dir.join(COORDS_FILE).is_file();
+    // There is no dense flag yet: only sparse fragments have coordinates, and a sparse
+    // array has only sparse fragments (so a lost __coords.tdb is reported as lost, not
+    // taken for a dense fragment).
+    let dense = schema_file.schema.array_type == ArrayType::Dense
+        && !fragment.dir.join(COORDS_FILE).is_file();
     Ok(Loaded {
         footer: metadata.footer(dense),
         schema_file,
