@@ -311,3 +311,21 @@ fn a_lost_coords_file_of_a_v1_sparse_fragment_is_named_not_taken_for_dense() {
         .to_string();
     assert_names(&err, &[name, "__coords.tdb", "tile 0", "No such file"]);
 }
+
+#[test]
+fn offsets_out_of_order_name_the_offsets_file_and_tile() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // big_zstd's offsets (a7.tdb, no filters): the offset of cell 1 made huge.
+    let path = frag.join("a7.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first_chunk_data(&bytes) + 8;
+    bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let name = fragment_name(&frag);
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    for file in ["big_zstd/values.txt", "cells.csv"] {
+        let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
+        let err = read_all(&view, node).unwrap_err().to_string();
+        assert_names(&err, &[name, "a7.tdb", "tile 0", "out of order"]);
+    }
+}

@@ -11,7 +11,7 @@ use crate::format::chunked::{parse_chunk_count, parse_chunk_header, Chunk, CHUNK
 use crate::format::{Datatype, Filter, FilterPipeline};
 
 use super::field::Field;
-use super::fragment::{FragmentMeta, TileList};
+use super::fragment::{FragmentMeta, TileList, METADATA_FILE};
 use super::storage::DataFile;
 
 /// The three files a field may have.
@@ -102,10 +102,11 @@ impl TileFile {
             .ok_or_else(|| Error::corrupt(&context, "footer has no file size for this field"))?;
         let offsets = meta.tile_list(list, field.slot)?;
         if (offsets.len() as u64) < meta.tile_count {
+            // Named by the first tile without an offset, as every error about a tile is.
             return Err(Error::corrupt(
-                &context,
+                format!("{context}, tile {}", offsets.len()),
                 format!(
-                    "metadata lists {} tile offsets for {} tiles",
+                    "{METADATA_FILE} lists {} tile offsets for {} tiles",
                     offsets.len(),
                     meta.tile_count
                 ),

@@ -133,9 +133,14 @@ impl FieldReader<'_> {
         let n = self.meta.tile_count as usize;
         if sizes.len() < n {
             return Err(Error::corrupt(
-                format!("{}, {}", self.meta.context(), self.field.var_file()),
                 format!(
-                    "metadata lists {} var tile sizes for {n} tiles",
+                    "{}, {}, tile {}",
+                    self.meta.context(),
+                    self.field.var_file(),
+                    sizes.len()
+                ),
+                format!(
+                    "{METADATA_FILE} lists {} var tile sizes for {n} tiles",
                     sizes.len()
                 ),
             ));

@@ -192,12 +192,15 @@ impl View {
         let (meta, i) = self.field(f, i)?;
         let field = &meta.fields[i];
         let raw = |file, offset, len| self.read_at(Node::Raw(f, i, file), offset, len);
-        let what = || {
+        // Cells that do not fit what the metadata promises: named by the file holding
+        // the offsets (or values) and the tile of the first cell concerned.
+        let what = |cell: u64| {
             format!(
-                "{}, field {}, cells {first}..{}",
+                "{}, {}, tile {}, field {}, cell {cell}",
                 meta.context(),
+                field.data_file(),
+                cell / meta.cells_per_tile.max(1),
                 field.name,
-                first + n
             )
         };
         let valid = if field.nullable {
@@ -220,7 +223,7 @@ impl View {
             let base = offsets.first().copied().unwrap_or(end);
             if base > end || end > total {
                 return Err(Error::corrupt(
-                    what(),
+                    what(first),
                     format!("offsets {base}..{end} out of order"),
                 ));
             }
@@ -229,11 +232,14 @@ impl View {
             bounds.push(end);
             bounds
                 .windows(2)
-                .map(|w| {
-                    bytes
-                        .get((w[0] - base) as usize..(w[1].max(w[0]) - base) as usize)
+                .zip(first..)
+                .map(|(w, cell)| {
+                    // Checked: a corrupt offset below the first is an error, not a panic.
+                    let (from, to) = (w[0].checked_sub(base), w[1].max(w[0]).checked_sub(base));
+                    from.zip(to)
+                        .and_then(|(a, b)| bytes.get(a as usize..b as usize))
                         .map(<[u8]>::to_vec)
-                        .ok_or_else(|| Error::corrupt(what(), "offsets out of order"))
+                        .ok_or_else(|| Error::corrupt(what(cell), "offsets out of order"))
                 })
                 .collect::<Result<_>>()?
         } else {
@@ -243,7 +249,7 @@ impl View {
         };
         if values.len() != n as usize || valid.len() != n as usize {
             return Err(Error::corrupt(
-                what(),
+                what(first),
                 "fewer cells than the metadata promises",
             ));
         }
