@@ -329,3 +329,33 @@ fn offsets_out_of_order_name_the_offsets_file_and_tile() {
         assert_names(&err, &[name, "a7.tdb", "tile 0", "out of order"]);
     }
 }
+
+#[test]
+fn a_tile_past_the_end_of_its_file_is_refused_before_its_chunk_count_is_trusted() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // a0.tdb: 4 tiles of 84 bytes. The footer's size of a0.tdb made huge (the last tile
+    // then claims exabytes), and the last tile's chunk count 2^40 (which "fits" them):
+    // reserving for those chunks would need 26 TB.
+    let meta = frag.join("__fragment_metadata.tdb");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    // Every 336 of the footer (f32's a6.tdb has the same size).
+    let n = bytes.len();
+    let footer_len = u64::from_le_bytes(bytes[n - 8..].try_into().unwrap()) as usize;
+    let footer = &mut bytes[n - 8 - footer_len..n - 8];
+    let sizes: Vec<usize> = (0..footer.len() - 8)
+        .filter(|&i| footer[i..i + 8] == 336u64.to_le_bytes())
+        .collect();
+    assert!(!sizes.is_empty());
+    for i in sizes {
+        footer[i..i + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    }
+    std::fs::write(&meta, bytes).unwrap();
+    let path = frag.join("a0.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[252..260].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let err = read_field(&array, &frag, "i32", "values.bin")
+        .unwrap_err()
+        .to_string();
+    assert_names(&err, &[fragment_name(&frag), "a0.tdb", "tile 3", "truncated"]);
+}

@@ -165,6 +165,19 @@ impl TileFile {
                 starts: vec![0],
             });
         }
+        // The chunk count is checked against the tile length, and so that length against
+        // the bytes really present: a lying offset or file size cannot make a garbage
+        // count reserve memory.
+        if start.saturating_add(len) > file.len() {
+            return Err(Error::corrupt(
+                ctx(),
+                format!(
+                    "truncated file: the tile needs bytes {start}..{} but the file has {} bytes",
+                    start.saturating_add(len),
+                    file.len()
+                ),
+            ));
+        }
         let count = parse_chunk_count(&self.read(file, &ctx(), start, 8.min(len))?, len)
             .map_err(|e| Error::format(ctx(), e))?;
         let mut chunks = Vec::with_capacity(count as usize);
