@@ -274,12 +274,21 @@ fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
     let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
     let name = fragment_name(&frag);
     let started = std::time::Instant::now();
-    for file in ["x/values.bin", "x/values.txt", "i32/values.npy", "cells.csv"] {
+    for file in [
+        "x/values.bin",
+        "x/values.txt",
+        "i32/values.npy",
+        "cells.csv",
+    ] {
         let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
         let err = view.size(node).unwrap_err().to_string();
         assert_names(&err, &[name, "__fragment_metadata.tdb", "tile offsets"]);
     }
-    assert!(started.elapsed().as_secs() < 5, "sizing took {:?}", started.elapsed());
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "sizing took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -357,5 +366,8 @@ fn a_tile_past_the_end_of_its_file_is_refused_before_its_chunk_count_is_trusted(
     let err = read_field(&array, &frag, "i32", "values.bin")
         .unwrap_err()
         .to_string();
-    assert_names(&err, &[fragment_name(&frag), "a0.tdb", "tile 3", "truncated"]);
+    assert_names(
+        &err,
+        &[fragment_name(&frag), "a0.tdb", "tile 3", "truncated"],
+    );
 }

@@ -103,7 +103,9 @@ mod tests {
         let tmp = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(tmp.path(), &bytes).unwrap();
         let file = DataFile::open(tmp.path()).unwrap();
-        let err = read_generic_tile(&file, 0, None, "x").unwrap_err().to_string();
+        let err = read_generic_tile(&file, 0, None, "x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("claims"), "{err}");
     }
 }
