@@ -50,10 +50,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fragfs::array::fragment::Fragment;
+use fragfs::array::fragment::{Fragment, MetadataLayout};
+use fragfs::array::generic_tile::decode_generic_tile;
 use fragfs::array::storage::DataFile;
 use fragfs::array::tile::{FileRole, TileFile};
 use fragfs::array::OpenOptions;
+use fragfs::format::generic_tile::GenericTileHeader;
 use fragfs::format::Filter;
 use fragfs::view::{Node, View};
 use fragfs::Error;
@@ -274,6 +276,8 @@ enum Edit {
     Flip(Vec<u64>),
     Overwrite(u64, Vec<u8>),
     Remove,
+    /// The whole new content.
+    Replace(Vec<u8>),
 }
 
 /// One damaged copy to make.
@@ -317,6 +321,7 @@ impl Damage {
                 std::fs::write(&path, bytes).unwrap();
             }
             Edit::Remove => std::fs::remove_file(&path).unwrap(),
+            Edit::Replace(bytes) => std::fs::write(&path, bytes).unwrap(),
         }
     }
 }
@@ -340,9 +345,61 @@ struct FragmentInfo {
     /// Footer values and generic tile header fields worth overwriting: position, the
     /// huge value's bytes, what it is.
     metadata_targets: Vec<(u64, Vec<u8>, String)>,
+    /// Whole metadata files whose lists claim huge values, and what they claim.
+    metadata_rewrites: Vec<(Vec<u8>, String)>,
     data: Vec<DataFileInfo>,
     /// File names in the fragment folder.
     files: Vec<String>,
+}
+
+/// A generic tile holding `payload` unfiltered.
+fn unfiltered_generic_tile(version: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut tile = version.to_le_bytes().to_vec();
+    tile.extend((8 + 12 + payload.len() as u64).to_le_bytes()); // persisted size
+    tile.extend((payload.len() as u64).to_le_bytes()); // tile size
+    tile.push(4); // datatype
+    tile.extend(1u64.to_le_bytes()); // cell size
+    tile.push(0); // not encrypted
+    tile.extend(8u32.to_le_bytes()); // pipeline: max chunk size, no filters
+    tile.extend(65536u32.to_le_bytes());
+    tile.extend(0u32.to_le_bytes());
+    tile.extend(1u64.to_le_bytes()); // one chunk
+    tile.extend(len.to_le_bytes());
+    tile.extend(len.to_le_bytes());
+    tile.extend(0u32.to_le_bytes());
+    tile.extend_from_slice(payload);
+    tile
+}
+
+/// `metadata` (a file ending with its footer and the footer's length, v10+) with the
+/// generic tile at `at` decoded, patched and stored again unfiltered just before the
+/// footer, whose offset to it is updated. `None` when that offset is not unique there.
+fn rewrite_generic_tile(
+    metadata: &[u8],
+    at: u64,
+    key: Option<[u8; 32]>,
+    patch: impl Fn(&mut Vec<u8>),
+) -> Option<Vec<u8>> {
+    let tile = metadata.get(at as usize..)?;
+    let header = GenericTileHeader::parse(tile).ok()?;
+    let end = (header.header_len + header.persisted_size) as usize;
+    let (_, mut payload) = decode_generic_tile(tile.get(..end)?, key, "rewrite").ok()?;
+    patch(&mut payload);
+    let n = metadata.len();
+    let footer_len = u64::from_le_bytes(metadata[n - 8..].try_into().ok()?) as usize;
+    let footer_start = n.checked_sub(8 + footer_len)?;
+    let mut footer = metadata[footer_start..n - 8].to_vec();
+    let hits: Vec<usize> = (0..footer.len().saturating_sub(7))
+        .filter(|&i| footer[i..i + 8] == at.to_le_bytes())
+        .collect();
+    let [hit] = hits[..] else { return None };
+    footer[hit..hit + 8].copy_from_slice(&(footer_start as u64).to_le_bytes());
+    let mut out = metadata[..footer_start].to_vec();
+    out.extend(unfiltered_generic_tile(header.version, &payload));
+    out.extend(footer);
+    out.extend((footer_len as u64).to_le_bytes());
+    Some(out)
 }
 
 fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
@@ -476,6 +533,32 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
             ));
         }
     }
+    // Lists that claim huge values (v10+, where the footer's length ends the file): the
+    // first var tile of a var field 1 TiB long, a tile offsets list of 0xFF.. entries.
+    let mut rewrites = Vec::new();
+    if meta.layout == MetadataLayout::TrailingFooter {
+        let key = meta.key();
+        if let Some(field) = meta.fields.iter().find(|f| f.stored && f.is_var()) {
+            let at = f.tile_var_sizes_offsets.get(field.slot).copied();
+            let huge = |p: &mut Vec<u8>| {
+                if p.len() >= 16 {
+                    p[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+                }
+            };
+            if let Some(bytes) = at.and_then(|at| rewrite_generic_tile(&metadata, at, key, huge)) {
+                let what = format!("var tile 0 of {} claims 1 TiB", field.var_file());
+                rewrites.push((bytes, what));
+            }
+        }
+        if let Some(field) = meta.fields.iter().find(|f| f.stored) {
+            let at = f.tile_offsets_offsets.get(field.slot).copied();
+            let count = |p: &mut Vec<u8>| p[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+            if let Some(bytes) = at.and_then(|at| rewrite_generic_tile(&metadata, at, key, count)) {
+                let what = format!("tile offsets of {} count 0xFF..", field.data_file());
+                rewrites.push((bytes, what));
+            }
+        }
+    }
     let mut files: Vec<String> = std::fs::read_dir(&fragment.dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -486,6 +569,7 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
         rel_dir: fragment.rel_dir.clone(),
         metadata_len: metadata.len() as u64,
         metadata_targets: targets,
+        metadata_rewrites: rewrites,
         data: data.into_values().collect(),
         files,
     }
@@ -644,6 +728,15 @@ fn plan(source: &Source, view: &View) -> (Vec<Damage>, Vec<FragmentInfo>) {
                 Edit::Overwrite(*at, huge.clone()),
                 false,
                 format!("{metadata}: {what} (byte {at}) set to 0xFF.."),
+            ));
+        }
+        for (bytes, what) in &info.metadata_rewrites {
+            out.push(d(
+                Kind::HugeMetadataField,
+                &metadata,
+                Edit::Replace(bytes.clone()),
+                false,
+                format!("{metadata}: {what}"),
             ));
         }
         out.push(d(
@@ -1344,15 +1437,26 @@ fn read_mounted(root: &Path) -> MountRead {
                 stack.push(child);
                 continue;
             }
-            let read = std::fs::read(root.join(&child)).map(|bytes| {
-                let mut h = DefaultHasher::new();
-                h.write(&bytes);
-                h.finish()
-            });
-            out.insert(child, read.map_err(errno));
+            out.insert(child.clone(), cat(&root.join(&child)).map_err(errno));
         }
     }
     out
+}
+
+/// Reads a file as `cat` does, 128 KiB at a time (not reserving what `stat` says:
+/// sizes come from metadata, which may claim a terabyte that the reads then refuse),
+/// and hashes its bytes.
+fn cat(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 128 << 10];
+    let mut h = DefaultHasher::new();
+    loop {
+        match file.read(&mut buf)? {
+            0 => return Ok(h.finish()),
+            n => h.write(&buf[..n]),
+        }
+    }
 }
 
 /// [`read_mounted`] on its own thread, within [`WALK_LIMIT`].
@@ -1367,7 +1471,8 @@ fn read_mounted_in_time(root: &Path) -> Result<MountRead, String> {
 }
 
 /// The damaged copies mounted: the first of each kind of every TileDB-written fixture
-/// and of a legacy (format 1) one, and a flipped bit in tile 0 of every checksummed file.
+/// and of a legacy (format 1) one, the first claiming a 4 GiB chunk or a 1 TiB tile, and
+/// a flipped bit in tile 0 of every checksummed file.
 fn mount_subset(jobs: &[(usize, Damage)], sources: &[Source]) -> Vec<usize> {
     let mut seen = BTreeSet::new();
     let mut chosen = Vec::new();
@@ -1379,6 +1484,10 @@ fn mount_subset(jobs: &[(usize, Damage)], sources: &[Source]) -> Vec<usize> {
         let key = match d.kind {
             Kind::ChecksummedData if d.chunk.is_some_and(|(k, _)| k == 0) => {
                 (label, d.kind, d.file.clone())
+            }
+            // The headers claiming a 4 GiB chunk or a 1 TiB tile, for the memory bound.
+            kind if d.what.contains(" GiB") || d.what.contains(" TiB") => {
+                (label, kind, "huge".to_string())
             }
             kind => (label, kind, String::new()),
         };

@@ -15,6 +15,9 @@ use crate::filter::StringChunk;
 use super::cache::{Cache, Weigh};
 use super::Node;
 
+/// Bytes a read reserves up front at most.
+const READ_RESERVE: usize = 4 << 20;
+
 /// The raw virtual files of a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RawFile {
@@ -180,7 +183,10 @@ impl FieldReader<'_> {
         } else {
             None
         };
-        let mut out = Vec::with_capacity((end - offset) as usize);
+        // Reserved up to a bound, then grown as tiles really decode: the size comes from
+        // metadata, and a lying var size (a "1 TiB tile") must fail on its chunks, not
+        // reserve a terabyte first.
+        let mut out = Vec::with_capacity(((end - offset) as usize).min(READ_RESERVE));
         let mut pos = offset;
         while pos < end {
             let (k, tile_start, tile_end) = match &var_starts {
