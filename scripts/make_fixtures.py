@@ -1010,6 +1010,43 @@ def gen_odd_names(uri):
     return meta
 
 
+def gen_checksums(uri):
+    """Every file of every fragment under a checksum, so any altered byte of a data file
+    must fail the read (the corruption suite relies on it)."""
+    meta = {}
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int64,
+                                   filters=[tiledb.ChecksumSHA256Filter()]))
+    attrs = [
+        tiledb.Attr("sha_i64", dtype=np.int64, filters=[tiledb.ChecksumSHA256Filter()]),
+        tiledb.Attr("md5_str", dtype=str, filters=[tiledb.ChecksumMD5Filter()]),
+        tiledb.Attr("zstd_sha_f32", dtype=np.float32,
+                    filters=[tiledb.ZstdFilter(), tiledb.ChecksumSHA256Filter()]),
+        tiledb.Attr("md5_null_i32", dtype=np.int32, nullable=True, filters=[tiledb.ChecksumMD5Filter()]),
+    ]
+    schema = mk_schema(meta, offsets=[tiledb.ChecksumSHA256Filter()],
+                       validity=[tiledb.ChecksumMD5Filter()],
+                       domain=dom, attrs=attrs, sparse=True, capacity=8)
+    tiledb.Array.create(uri, schema)
+
+    def write(ts, xs, seed):
+        i = np.arange(len(xs)) + seed
+        with tiledb.open(uri, "w", timestamp=ts) as A:
+            A[np.array(xs, dtype=np.int64)] = {
+                "sha_i64": (i * 1000003 - 7).astype(np.int64),
+                "md5_str": np.array([WORDS[k % len(WORDS)] * (k % 3) for k in i], dtype=object),
+                "zstd_sha_f32": (i * 0.75 - 3).astype(np.float32),
+                "md5_null_i32": np.array([None if k % 4 == 1 else int(k * 9 - 50) for k in i], dtype=object),
+            }
+    write(1, [int(v) for v in range(3, 1000, 47)], 0)
+    write(2, [10, 500, 990], 100)
+    meta["notes"] = ("1-D sparse (INT64 x, tile 100), capacity 8, every file of every fragment under a "
+                     "checksum: sha_i64 CHECKSUM_SHA256, md5_str (var UTF-8) CHECKSUM_MD5, zstd_sha_f32 "
+                     "[Zstd, CHECKSUM_SHA256] (the checksum covers the compressed bytes), md5_null_i32 "
+                     "nullable CHECKSUM_MD5; offsets filters CHECKSUM_SHA256, validity filters "
+                     "CHECKSUM_MD5, dimension x CHECKSUM_SHA256.")
+    return meta
+
+
 ARRAYS = [
     ("dense_basic", gen_dense_basic),
     ("dense_2d", gen_dense_2d),
@@ -1020,6 +1057,7 @@ ARRAYS = [
     ("encrypted", gen_encrypted),
     ("sample", gen_sample),
     ("odd_names", gen_odd_names),
+    ("checksums", gen_checksums),
 ]
 
 
@@ -1069,6 +1107,8 @@ COVERS = {
                           "(dt.tdb, dci.tdb), a pending `.del`",
     "encrypted": "2-D dense encrypted with AES-256-GCM, key `{key}`",
     "sample": "friendly 8x12 'weather' grid (temperature, station, name) for the README quick start",
+    "checksums": "1-D sparse, every file of every fragment under CHECKSUM_MD5 or CHECKSUM_SHA256 "
+                 "(fixed, var, nullable, Zstd then SHA256; offsets and validity filter lists too)",
 }
 
 

@@ -183,11 +183,30 @@ fn node(ino: INodeNo) -> Result<Node, Errno> {
 fn errno(e: &Error, node: Node, op: &str) -> Errno {
     let code = e.errno();
     if code == libc::EIO {
-        log::error!("{op} {node:?}: {e}");
+        let message = e.to_string();
+        if !repeated(node, &message) {
+            log::error!("{op} {node:?}: {message}");
+        }
     } else {
         log::debug!("{op} {node:?}: {e}");
     }
     Errno::from_i32(code)
+}
+
+/// Whether the same error of the same node was logged a moment ago. The kernel often
+/// asks twice for what failed once (a lookup then its revalidation, a read-ahead then
+/// the page itself): one failure is one log line.
+fn repeated(node: Node, message: &str) -> bool {
+    const WINDOW: Duration = Duration::from_secs(2);
+    static RECENT: Mutex<Vec<(Node, String, std::time::Instant)>> = Mutex::new(Vec::new());
+    let now = std::time::Instant::now();
+    let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    recent.retain(|(_, _, at)| now.duration_since(*at) < WINDOW);
+    if recent.iter().any(|(n, m, _)| *n == node && m == message) {
+        return true;
+    }
+    recent.push((node, message.to_string(), now));
+    false
 }
 
 impl Filesystem for FragFs {
@@ -374,19 +393,24 @@ impl Filesystem for FragFs {
         for (i, (name, child)) in entries.iter().enumerate().skip(offset as usize) {
             // A text file not sized yet is listed with attributes that expire at once,
             // so a later `stat` asks (and pays for the counting pass) but `ls` does not.
+            let unsized_file = Stat {
+                kind: Kind::File,
+                size: 0,
+                nlink: 1,
+                mtime_ms: None,
+            };
             let (attr, ttl) = if self.view.size_is_costly(*child) {
-                let unsized_file = Stat {
-                    kind: Kind::File,
-                    size: 0,
-                    nlink: 1,
-                    mtime_ms: None,
-                };
                 (self.attr(*child, &unsized_file), Duration::ZERO)
             } else {
-                (self.node_attr(*child), ttl(&*self.view, *child))
+                match self.view.stat(*child) {
+                    Ok(stat) => (self.attr(*child, &stat), ttl(&*self.view, *child)),
+                    // Unreadable metadata: listed all the same (hiding it would lie
+                    // about the tree), with attributes that expire at once, so its use
+                    // reports (and logs) the error.
+                    Err(_) if !child.is_dir() => (self.attr(*child, &unsized_file), Duration::ZERO),
+                    Err(_) => continue,
+                }
             };
-            // An entry whose metadata is unreadable is skipped here (its errors come on
-            // use), so one bad fragment never hides the others.
             let Ok(attr) = attr else { continue };
             if reply.add(attr.ino, i as u64 + 1, name, &ttl, &attr, Generation(0)) {
                 break;

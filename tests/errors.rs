@@ -255,3 +255,119 @@ fn cat_and_view_never_write_inside_the_array() {
     assert!(read > 0);
     assert!(before == snapshot(&array), "the array folder changed");
 }
+
+fn fragment_name(frag: &Path) -> &str {
+    frag.file_name().unwrap().to_str().unwrap()
+}
+
+#[test]
+fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // The footer's non-empty domain of x (INT32, [0, 63]): its high end made 2^31 - 1,
+    // billions of cells no tile holds.
+    let meta = frag.join("__fragment_metadata.tdb");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    let domain = [0i32.to_le_bytes(), 63i32.to_le_bytes()].concat();
+    let at = bytes.windows(8).rposition(|w| w == domain).unwrap() + 4;
+    bytes[at..at + 4].copy_from_slice(&i32::MAX.to_le_bytes());
+    std::fs::write(&meta, bytes).unwrap();
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let name = fragment_name(&frag);
+    let started = std::time::Instant::now();
+    for file in [
+        "x/values.bin",
+        "x/values.txt",
+        "i32/values.npy",
+        "cells.csv",
+    ] {
+        let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
+        let err = view.size(node).unwrap_err().to_string();
+        assert_names(&err, &[name, "__fragment_metadata.tdb", "tile offsets"]);
+    }
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "sizing took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_missing_fragment_metadata_file_is_eio_naming_it() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    std::fs::remove_file(frag.join("__fragment_metadata.tdb")).unwrap();
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let name = fragment_name(&frag);
+    let folder = view.resolve(&format!("fragments/{name}")).unwrap();
+    let err = view.list(folder).unwrap_err();
+    // The fragment is listed (committed): its lost metadata is bad data, not ENOENT.
+    assert_eq!(err.errno(), libc::EIO, "{err}");
+    assert_names(
+        &err.to_string(),
+        &[name, "__fragment_metadata.tdb", "No such file"],
+    );
+}
+
+#[test]
+fn a_lost_coords_file_of_a_v1_sparse_fragment_is_named_not_taken_for_dense() {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("v1_sparse_split_gzip");
+    copy_dir(&handbuilt().join("v1_sparse_split_gzip"), &array);
+    let name = "__0123456789abcdef0123456789abcdef_1541540586869";
+    std::fs::remove_file(array.join(name).join("__coords.tdb")).unwrap();
+    // Formats 1-2 have no dense flag: a sparse array's fragment stays sparse without it.
+    let err = read_field(&array, &array.join(name), "x", "values.bin")
+        .unwrap_err()
+        .to_string();
+    assert_names(&err, &[name, "__coords.tdb", "tile 0", "No such file"]);
+}
+
+#[test]
+fn offsets_out_of_order_name_the_offsets_file_and_tile() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // big_zstd's offsets (a7.tdb, no filters): the offset of cell 1 made huge.
+    let path = frag.join("a7.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first_chunk_data(&bytes) + 8;
+    bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let name = fragment_name(&frag);
+    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    for file in ["big_zstd/values.txt", "cells.csv"] {
+        let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
+        let err = read_all(&view, node).unwrap_err().to_string();
+        assert_names(&err, &[name, "a7.tdb", "tile 0", "out of order"]);
+    }
+}
+
+#[test]
+fn a_tile_past_the_end_of_its_file_is_refused_before_its_chunk_count_is_trusted() {
+    let (_t, array, frag) = copy_fixture("dense_basic");
+    // a0.tdb: 4 tiles of 84 bytes. The footer's size of a0.tdb made huge (the last tile
+    // then claims exabytes), and the last tile's chunk count 2^40 (which "fits" them):
+    // reserving for those chunks would need 26 TB.
+    let meta = frag.join("__fragment_metadata.tdb");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    // Every 336 of the footer (f32's a6.tdb has the same size).
+    let n = bytes.len();
+    let footer_len = u64::from_le_bytes(bytes[n - 8..].try_into().unwrap()) as usize;
+    let footer = &mut bytes[n - 8 - footer_len..n - 8];
+    let sizes: Vec<usize> = (0..footer.len() - 8)
+        .filter(|&i| footer[i..i + 8] == 336u64.to_le_bytes())
+        .collect();
+    assert!(!sizes.is_empty());
+    for i in sizes {
+        footer[i..i + 8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    }
+    std::fs::write(&meta, bytes).unwrap();
+    let path = frag.join("a0.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[252..260].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let err = read_field(&array, &frag, "i32", "values.bin")
+        .unwrap_err()
+        .to_string();
+    assert_names(
+        &err,
+        &[fragment_name(&frag), "a0.tdb", "tile 3", "truncated"],
+    );
+}

@@ -659,3 +659,40 @@ fn mount_helper_convention_for_fstab() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mount option"));
 }
+
+#[test]
+fn a_file_whose_size_cannot_be_read_is_listed_and_its_eio_logged_once() {
+    if !fuse_available("unsized file") {
+        return;
+    }
+    let (_tmp, array, frag) = copy_fixture("dense_basic");
+    // The var tile sizes of big_zstd (slot 7) unreadable: values.bin has no size.
+    let view = View::open(&array, Default::default(), 1 << 20).unwrap();
+    let at = view.array().fragments[0]
+        .meta(&view.array().schemas)
+        .unwrap()
+        .footer
+        .tile_var_sizes_offsets[7] as usize;
+    drop(view);
+    let meta = frag.join("__fragment_metadata.tdb");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    bytes[at + 4..at + 12].copy_from_slice(&u64::MAX.to_le_bytes()); // persisted size
+    std::fs::write(&meta, bytes).unwrap();
+    let name = frag.file_name().unwrap().to_str().unwrap();
+    let (d, log) = daemon(&array, &[]);
+    let folder = d.mnt.join(format!("fragments/{name}/big_zstd"));
+    let listed: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(listed.contains(&"values.bin".to_string()), "{listed:?}");
+    let err = std::fs::read(folder.join("values.bin")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let errors: Vec<&str> = logged.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "one failure, one line:\n{logged}");
+    assert_names(
+        errors[0],
+        &[name, "__fragment_metadata.tdb", "tile var sizes of slot 7"],
+    );
+}

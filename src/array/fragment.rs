@@ -17,7 +17,7 @@ use crate::format::fragment_metadata::{
 };
 use crate::format::legacy_metadata::LegacyMetadata;
 use crate::format::name::TimestampedName;
-use crate::format::schema::ArraySchema;
+use crate::format::schema::{ArraySchema, ArrayType};
 use crate::format::Reader;
 
 use super::dense_grid::DenseGrid;
@@ -262,7 +262,7 @@ impl FragmentMeta {
     }
 
     fn generic_tile(&self, offset: u64, what: &str) -> Result<Vec<u8>> {
-        let file = DataFile::open(&self.metadata_path)?;
+        let file = open_metadata(&self.metadata_path, what)?;
         read_generic_tile(&file, offset, self.key, what)
     }
 
@@ -386,6 +386,15 @@ struct Loaded<'a> {
     whole_file: Option<LegacyMetadata>,
 }
 
+/// Opens a fragment's metadata file. The fragment is listed, so a missing or unreadable
+/// file is bad data (EIO naming it), not a missing virtual file (ENOENT).
+fn open_metadata(path: &Path, what: &str) -> Result<DataFile> {
+    DataFile::open(path).map_err(|e| match e {
+        Error::Io { message, .. } => Error::corrupt(what, format!("cannot open: {message}")),
+        e => e,
+    })
+}
+
 /// Formats 1-2: the whole `__fragment_metadata.tdb` is one generic tile
 /// (`06-fragment-metadata.md` §5), read against `__array_schema.tdb`.
 fn load_whole_file<'a>(
@@ -398,12 +407,15 @@ fn load_whole_file<'a>(
         .iter()
         .find(|s| s.name == super::LEGACY_SCHEMA)
         .ok_or_else(|| Error::corrupt(context, "no __array_schema.tdb for a v1-v2 fragment"))?;
-    let bytes = DataFile::open(&fragment.metadata_path())?.read_all()?;
+    let bytes = open_metadata(&fragment.metadata_path(), &what)?.read_all()?;
     let (_, payload) = decode_generic_tile(&bytes, fragment.key, &what)?;
     let metadata = LegacyMetadata::parse(&payload, &schema_file.schema)
         .map_err(|e| Error::format(&what, e))?;
-    // There is no dense flag yet: only sparse fragments have coordinates.
-    let dense = !fragment.dir.join(COORDS_FILE).is_file();
+    // There is no dense flag yet: only sparse fragments have coordinates, and a sparse
+    // array has only sparse fragments (so a lost __coords.tdb is reported as lost, not
+    // taken for a dense fragment).
+    let dense = schema_file.schema.array_type == ArrayType::Dense
+        && !fragment.dir.join(COORDS_FILE).is_file();
     Ok(Loaded {
         footer: metadata.footer(dense),
         schema_file,
@@ -420,7 +432,7 @@ fn load_footer<'a>(
     context: &str,
 ) -> Result<Loaded<'a>> {
     let what = format!("{context}, {METADATA_FILE}");
-    let file = DataFile::open(&fragment.metadata_path())?;
+    let file = open_metadata(&fragment.metadata_path(), &what)?;
     // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
     let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
     let name_version = fragment.timestamps.version;
@@ -462,12 +474,20 @@ fn load_footer<'a>(
         let n = name.trim_start_matches('/').to_string();
         schemas.iter().find(|s| s.name == n).ok_or_else(|| {
             Error::corrupt(
-                context,
+                &what,
                 format!("footer names schema {n}, which is not in __schema/"),
             )
         })?
     } else {
-        legacy.ok_or_else(|| Error::corrupt(context, "no __array_schema.tdb"))?
+        legacy.ok_or_else(|| {
+            Error::corrupt(
+                &what,
+                format!(
+                    "footer of format version {version_in_footer} needs __array_schema.tdb, \
+                     which the array does not have"
+                ),
+            )
+        })?
     };
     let footer = Footer::parse(&footer_bytes, &schema_file.schema)
         .map_err(|e| Error::format(format!("{what} footer"), e))?;

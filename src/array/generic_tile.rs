@@ -74,7 +74,8 @@ pub fn read_generic_tile(
         Ok::<_, crate::format::FormatError>((persisted, pipeline))
     })();
     let (persisted, pipeline) = sizes.map_err(|e| Error::format(what, e))?;
-    let total = BASE_HEADER_LEN + pipeline as u64 + persisted;
+    // Saturating: a corrupt persisted size of 0xFFFF.. must be refused, not overflow.
+    let total = (BASE_HEADER_LEN + pipeline as u64).saturating_add(persisted);
     if offset.saturating_add(total) > file.len() {
         return Err(Error::corrupt(
             what,
@@ -86,4 +87,25 @@ pub fn read_generic_tile(
     }
     let bytes = file.read(offset, total)?;
     Ok(decode_generic_tile(&bytes, key, what)?.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_persisted_size_is_refused() {
+        let mut bytes = 22u32.to_le_bytes().to_vec();
+        bytes.extend(u64::MAX.to_le_bytes()); // persisted size
+        bytes.extend([0; 18]);
+        bytes.extend(0u32.to_le_bytes()); // pipeline size
+        bytes.extend([0; 16]);
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(tmp.path(), &bytes).unwrap();
+        let file = DataFile::open(tmp.path()).unwrap();
+        let err = read_generic_tile(&file, 0, None, "x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("claims"), "{err}");
+    }
 }

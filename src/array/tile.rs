@@ -11,7 +11,7 @@ use crate::format::chunked::{parse_chunk_count, parse_chunk_header, Chunk, CHUNK
 use crate::format::{Datatype, Filter, FilterPipeline};
 
 use super::field::Field;
-use super::fragment::{FragmentMeta, TileList};
+use super::fragment::{FragmentMeta, TileList, METADATA_FILE};
 use super::storage::DataFile;
 
 /// The three files a field may have.
@@ -102,10 +102,11 @@ impl TileFile {
             .ok_or_else(|| Error::corrupt(&context, "footer has no file size for this field"))?;
         let offsets = meta.tile_list(list, field.slot)?;
         if (offsets.len() as u64) < meta.tile_count {
+            // Named by the first tile without an offset, as every error about a tile is.
             return Err(Error::corrupt(
-                &context,
+                format!("{context}, tile {}", offsets.len()),
                 format!(
-                    "metadata lists {} tile offsets for {} tiles",
+                    "{METADATA_FILE} lists {} tile offsets for {} tiles",
                     offsets.len(),
                     meta.tile_count
                 ),
@@ -163,6 +164,19 @@ impl TileFile {
                 chunks: Vec::new(),
                 starts: vec![0],
             });
+        }
+        // The chunk count is checked against the tile length, and so that length against
+        // the bytes really present: a lying offset or file size cannot make a garbage
+        // count reserve memory.
+        if start.saturating_add(len) > file.len() {
+            return Err(Error::corrupt(
+                ctx(),
+                format!(
+                    "truncated file: the tile needs bytes {start}..{} but the file has {} bytes",
+                    start.saturating_add(len),
+                    file.len()
+                ),
+            ));
         }
         let count = parse_chunk_count(&self.read(file, &ctx(), start, 8.min(len))?, len)
             .map_err(|e| Error::format(ctx(), e))?;

@@ -7,13 +7,16 @@ use std::sync::Arc;
 
 use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
-use crate::array::fragment::{FragmentMeta, TileList};
+use crate::array::fragment::{FragmentMeta, TileList, METADATA_FILE};
 use crate::array::tile::{FileRole, TileChunks, TileFile};
 use crate::error::{Error, Result};
 use crate::filter::StringChunk;
 
 use super::cache::{Cache, Weigh};
 use super::Node;
+
+/// Bytes a read reserves up front at most.
+const READ_RESERVE: usize = 4 << 20;
 
 /// The raw virtual files of a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -95,6 +98,7 @@ pub struct FieldReader<'a> {
 impl FieldReader<'_> {
     /// Exact size of a virtual file, from metadata alone.
     pub fn size(&self, file: RawFile) -> Result<u64> {
+        self.check_tile_count()?;
         let cells = self.meta.cell_count();
         Ok(match file {
             RawFile::Values if self.field.is_var() => *self.var_starts()?.last().unwrap_or(&0),
@@ -104,15 +108,42 @@ impl FieldReader<'_> {
         })
     }
 
+    /// Sizes come from the tile count, which the footer gives (sparse) or the non-empty
+    /// domain implies (dense); a corrupt one could promise trillions of cells that no
+    /// tile holds (and endless synthesized coordinates). The tile offsets the metadata
+    /// lists for the first attribute (one list per fragment, metadata only, no tile read)
+    /// must cover every tile.
+    fn check_tile_count(&self) -> Result<()> {
+        if self.meta.schema.attributes.is_empty() {
+            return Ok(());
+        }
+        let listed = self.meta.tile_list(TileList::Offsets, 0)?.len() as u64;
+        if listed < self.meta.tile_count {
+            return Err(Error::corrupt(
+                format!("{}, {METADATA_FILE}", self.meta.context()),
+                format!(
+                    "the fragment has {} tiles, its first attribute's tile offsets list {listed}",
+                    self.meta.tile_count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Start of each var tile in `values.bin`, plus the total at the end.
     fn var_starts(&self) -> Result<Vec<u64>> {
         let sizes = self.meta.tile_list(TileList::VarSizes, self.field.slot)?;
         let n = self.meta.tile_count as usize;
         if sizes.len() < n {
             return Err(Error::corrupt(
-                format!("{}, {}", self.meta.context(), self.field.var_file()),
                 format!(
-                    "metadata lists {} var tile sizes for {n} tiles",
+                    "{}, {}, tile {}",
+                    self.meta.context(),
+                    self.field.var_file(),
+                    sizes.len()
+                ),
+                format!(
+                    "{METADATA_FILE} lists {} var tile sizes for {n} tiles",
                     sizes.len()
                 ),
             ));
@@ -152,7 +183,10 @@ impl FieldReader<'_> {
         } else {
             None
         };
-        let mut out = Vec::with_capacity((end - offset) as usize);
+        // Reserved up to a bound, then grown as tiles really decode: the size comes from
+        // metadata, and a lying var size (a "1 TiB tile") must fail on its chunks, not
+        // reserve a terabyte first.
+        let mut out = Vec::with_capacity(((end - offset) as usize).min(READ_RESERVE));
         let mut pos = offset;
         while pos < end {
             let (k, tile_start, tile_end) = match &var_starts {

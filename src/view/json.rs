@@ -386,7 +386,8 @@ pub fn array(array: &Array) -> Value {
         .map(|f| match f.meta(&array.schemas) {
             Ok(m) => {
                 versions.insert(m.footer.version);
-                total_cells += m.cell_count();
+                // Saturating: a corrupt fragment's count must not overflow the total.
+                total_cells = total_cells.saturating_add(m.cell_count());
                 json!({"name": f.name, "dir": f.rel_dir, "version": m.footer.version,
                        "layout": layout::describe(f, &m),
                        "timestamp_range": [f.timestamps.t1, f.timestamps.t2],

@@ -32,7 +32,8 @@ impl View {
             Node::Npy(f, i) => {
                 let header = self.npy_header(f, i)?;
                 let values = self.size(Node::Raw(f, i, RawFile::Values))?;
-                Ok(header.len() as u64 + values)
+                // Saturating: a corrupt cell count must not overflow (it fails on read).
+                Ok(values.saturating_add(header.len() as u64))
             }
             _ => {
                 let index = self.text_index(node)?;
@@ -122,7 +123,9 @@ impl View {
             };
             let cells = self.meta(f)?.cell_count();
             let blocks = cells.div_ceil(BLOCK_CELLS);
-            let mut starts = Vec::with_capacity(blocks as usize + 1);
+            // Grown as blocks really render: the cell count comes from metadata, and a
+            // corrupt one must not reserve memory for trillions of blocks up front.
+            let mut starts = Vec::new();
             let mut total = self.csv_header(node)?.len() as u64;
             for b in 0..blocks {
                 starts.push(total);
@@ -189,12 +192,15 @@ impl View {
         let (meta, i) = self.field(f, i)?;
         let field = &meta.fields[i];
         let raw = |file, offset, len| self.read_at(Node::Raw(f, i, file), offset, len);
-        let what = || {
+        // Cells that do not fit what the metadata promises: named by the file holding
+        // the offsets (or values) and the tile of the first cell concerned.
+        let what = |cell: u64| {
             format!(
-                "{}, field {}, cells {first}..{}",
+                "{}, {}, tile {}, field {}, cell {cell}",
                 meta.context(),
+                field.data_file(),
+                cell / meta.cells_per_tile.max(1),
                 field.name,
-                first + n
             )
         };
         let valid = if field.nullable {
@@ -217,7 +223,7 @@ impl View {
             let base = offsets.first().copied().unwrap_or(end);
             if base > end || end > total {
                 return Err(Error::corrupt(
-                    what(),
+                    what(first),
                     format!("offsets {base}..{end} out of order"),
                 ));
             }
@@ -226,11 +232,14 @@ impl View {
             bounds.push(end);
             bounds
                 .windows(2)
-                .map(|w| {
-                    bytes
-                        .get((w[0] - base) as usize..(w[1].max(w[0]) - base) as usize)
+                .zip(first..)
+                .map(|(w, cell)| {
+                    // Checked: a corrupt offset below the first is an error, not a panic.
+                    let (from, to) = (w[0].checked_sub(base), w[1].max(w[0]).checked_sub(base));
+                    from.zip(to)
+                        .and_then(|(a, b)| bytes.get(a as usize..b as usize))
                         .map(<[u8]>::to_vec)
-                        .ok_or_else(|| Error::corrupt(what(), "offsets out of order"))
+                        .ok_or_else(|| Error::corrupt(what(cell), "offsets out of order"))
                 })
                 .collect::<Result<_>>()?
         } else {
@@ -240,7 +249,7 @@ impl View {
         };
         if values.len() != n as usize || valid.len() != n as usize {
             return Err(Error::corrupt(
-                what(),
+                what(first),
                 "fewer cells than the metadata promises",
             ));
         }
