@@ -238,6 +238,7 @@ fn main() -> ExitCode {
         allow_root: false,
         auto_unmount: false,
         threads: args.threads,
+        exit_on_unmount: false,
     });
     let session = match Session::new(fs, &args.mountpoint, &config) {
         Ok(s) => s,

@@ -49,6 +49,11 @@ pub struct MountConfig {
     pub auto_unmount: bool,
     /// Threads serving requests, and as many decoding ahead.
     pub threads: usize,
+    /// End the process as soon as the kernel lets the mount go. fuser's own cleanup
+    /// would then unmount the mount point again, by path: after `fragfs umount` that
+    /// path may already hold a new mount, which it would take down. Daemons set this;
+    /// mounts inside another program (tests) cannot.
+    pub exit_on_unmount: bool,
 }
 
 /// One open file: where the reader is, to spot sequential reads.
@@ -68,6 +73,7 @@ pub struct FragFs {
     notifier: Arc<OnceLock<Notifier>>,
     /// The view generation whose removals were already handled.
     seen_generation: AtomicU64,
+    exit_on_unmount: bool,
     ahead: Prefetcher,
     handles: Mutex<HashMap<u64, Handle>>,
     next_handle: AtomicU64,
@@ -80,15 +86,16 @@ pub struct FragFs {
 impl FragFs {
     pub fn new(
         view: Arc<dyn FileTree>,
-        threads: usize,
+        cfg: &MountConfig,
         notifier: Arc<OnceLock<Notifier>>,
     ) -> FragFs {
         let array_time = std::fs::metadata(view.source())
             .and_then(|m| m.modified())
             .unwrap_or(UNIX_EPOCH);
         FragFs {
-            ahead: Prefetcher::new(view.clone(), threads),
+            ahead: Prefetcher::new(view.clone(), cfg.threads),
             seen_generation: AtomicU64::new(view.generation()),
+            exit_on_unmount: cfg.exit_on_unmount,
             view,
             notifier,
             handles: Mutex::new(HashMap::new()),
@@ -210,6 +217,13 @@ fn repeated(node: Node, message: &str) -> bool {
 }
 
 impl Filesystem for FragFs {
+    fn destroy(&mut self) {
+        if self.exit_on_unmount {
+            log::info!("{}: unmounted", self.view.source().display());
+            std::process::exit(0);
+        }
+    }
+
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         // Not every kernel offers readdirplus; without it `ls -l` still works, just with
         // a getattr per entry.
@@ -669,7 +683,7 @@ pub fn mount(
     cfg: &MountConfig,
 ) -> io::Result<Session<FragFs>> {
     let notifier = Arc::new(OnceLock::new());
-    let fs = FragFs::new(view, cfg.threads, notifier.clone());
+    let fs = FragFs::new(view, cfg, notifier.clone());
     let session = Session::new(fs, mountpoint, &fuse_config(cfg))?;
     let _ = notifier.set(session.notifier());
     Ok(session)

@@ -114,6 +114,7 @@ fn run(command: Command) -> Result<()> {
                 allow_root: false,
                 auto_unmount: false,
                 threads,
+                exit_on_unmount: true,
             };
             for option in options.iter().map(|o| o.trim()) {
                 match option {

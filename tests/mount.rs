@@ -696,3 +696,47 @@ fn a_file_whose_size_cannot_be_read_is_listed_and_its_eio_logged_once() {
         &[name, "__fragment_metadata.tdb", "tile var sizes of slot 7"],
     );
 }
+
+/// `fragfs umount` then an immediate new mount on the same path: the old daemon, on its
+/// way out, must not unmount the new one (fuser's cleanup unmounts by path).
+#[test]
+fn remounting_right_after_umount_keeps_the_new_mount() {
+    if !fuse_available("remount") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let (d, log) = daemon(&array, &[]);
+    for round in 0..5 {
+        let out = fragfs().arg("umount").arg(&d.mnt).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = fragfs()
+            .arg("mount")
+            .arg(&array)
+            .arg(&d.mnt)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            is_mounted(&d.mnt),
+            "round {round}: the new mount was taken down"
+        );
+        assert!(std::fs::read(d.mnt.join("array.json")).is_ok());
+    }
+    // The race itself is rare; what makes it possible is a daemon trying to unmount its
+    // path again after the kernel let go. The first daemon logged to `log`: it must not
+    // have tried.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !logged.contains("umount"),
+        "the old daemon unmounted again:\n{logged}"
+    );
+}
