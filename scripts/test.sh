@@ -22,4 +22,12 @@ if ! "$VENV/bin/python" -c 'import numpy, tiledb' 2>/dev/null; then
     fi
 fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
-cargo test --all-targets "$@" 2>&1
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+# Every target but the benchmark baseline example (it has no tests).
+cargo test --lib --bins --tests --benches "$@" 2>&1 | tee "$log" || status=$?
+# One closing line for the whole suite, summed over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

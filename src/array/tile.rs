@@ -225,20 +225,12 @@ impl TileFile {
         })
     }
 
-    fn chunk_bytes(
-        &self,
-        file: &DataFile,
-        what: &str,
-        chunk: &Chunk,
-    ) -> Result<(Vec<u8>, Vec<u8>)> {
-        let md = self.read(file, what, chunk.metadata_offset, chunk.metadata_len as u64)?;
-        let data = self.read(
-            file,
-            what,
-            chunk.data_range().start,
-            chunk.filtered_len as u64,
-        )?;
-        Ok((md, data))
+    /// A chunk's metadata and filtered data, which lie back to back: one read, and the
+    /// length of the metadata at its front.
+    fn chunk_bytes(&self, file: &DataFile, what: &str, chunk: &Chunk) -> Result<(Vec<u8>, usize)> {
+        let span = chunk.metadata_range().start..chunk.end();
+        let bytes = self.read(file, what, span.start, span.end - span.start)?;
+        Ok((bytes, chunk.metadata_len as usize))
     }
 
     /// Un-filters chunk `i` of tile `k`.
@@ -250,8 +242,16 @@ impl TileFile {
         chunk: &Chunk,
     ) -> Result<Vec<u8>> {
         let what = format!("{}, chunk {i}", self.tile_context(k));
-        let (md, data) = self.chunk_bytes(file, &what, chunk)?;
-        unfilter_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
+        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+        // Unfiltered data is the chunk as stored: hand the read buffer over, uncopied.
+        if self.pipeline.filters.is_empty()
+            && md_len == 0
+            && bytes.len() == chunk.unfiltered_len as usize
+        {
+            return Ok(bytes);
+        }
+        let (md, data) = bytes.split_at(md_len.min(bytes.len()));
+        unfilter_chunk(&self.pipeline, &self.ctx, md, data, chunk.unfiltered_len)
             .map_err(|e| Error::filter(what, e))
     }
 
@@ -264,8 +264,9 @@ impl TileFile {
         chunk: &Chunk,
     ) -> Result<StringChunk> {
         let what = format!("{}, chunk {i}", self.tile_context(k));
-        let (md, data) = self.chunk_bytes(file, &what, chunk)?;
-        unfilter_string_chunk(&self.pipeline, &self.ctx, &md, &data, chunk.unfiltered_len)
+        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+        let (md, data) = bytes.split_at(md_len.min(bytes.len()));
+        unfilter_string_chunk(&self.pipeline, &self.ctx, md, data, chunk.unfiltered_len)
             .map_err(|e| Error::filter(what, e))
     }
 

@@ -170,6 +170,16 @@ impl FieldReader<'_> {
 
     /// Reads `[offset, offset + len)` of a virtual file (clipped to its size).
     pub fn read(&self, file: RawFile, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.read_or_warm(file, offset, len, true)
+    }
+
+    /// Decodes into the cache the chunks that `read` of the same range would need,
+    /// without assembling the bytes: what read-ahead does.
+    pub fn warm(&self, file: RawFile, offset: u64, len: u64) -> Result<()> {
+        self.read_or_warm(file, offset, len, false).map(|_| ())
+    }
+
+    fn read_or_warm(&self, file: RawFile, offset: u64, len: u64, copy: bool) -> Result<Vec<u8>> {
         let size = self.size(file)?;
         let end = offset.saturating_add(len).min(size);
         if offset >= end {
@@ -178,6 +188,15 @@ impl FieldReader<'_> {
         if !self.field.stored {
             return self.synthesized(offset, end);
         }
+        // Plain tiles go straight from the cached chunks into the output (or only into
+        // the cache); the others (offsets, strings, legacy coordinates) are assembled.
+        let direct_role = match file {
+            RawFile::Validity => Some(FileRole::Validity),
+            RawFile::Values if !self.field.is_var() && self.field.coords.is_none() => {
+                Some(FileRole::Data)
+            }
+            _ => None,
+        };
         let var_starts = if file == RawFile::Values && self.field.is_var() {
             Some(self.var_starts()?)
         } else {
@@ -186,7 +205,8 @@ impl FieldReader<'_> {
         // Reserved up to a bound, then grown as tiles really decode: the size comes from
         // metadata, and a lying var size (a "1 TiB tile") must fail on its chunks, not
         // reserve a terabyte first.
-        let mut out = Vec::with_capacity(((end - offset) as usize).min(READ_RESERVE));
+        let reserve = if copy { (end - offset) as usize } else { 0 };
+        let mut out = Vec::with_capacity(reserve.min(READ_RESERVE));
         let mut pos = offset;
         while pos < end {
             let (k, tile_start, tile_end) = match &var_starts {
@@ -212,8 +232,15 @@ impl FieldReader<'_> {
             }
             let a = pos - tile_start;
             let b = end.min(tile_end) - tile_start;
-            let bytes = self.tile_range(file, k, a, b, var_starts.as_deref())?;
-            out.extend_from_slice(&bytes);
+            match direct_role {
+                Some(role) => self.tile_bytes_into(role, k, a, b, copy.then_some(&mut out))?,
+                None => {
+                    let bytes = self.tile_range(file, k, a, b, var_starts.as_deref())?;
+                    if copy {
+                        out.extend_from_slice(&bytes);
+                    }
+                }
+            }
             pos = tile_start + b;
         }
         Ok(out)
@@ -370,6 +397,21 @@ impl FieldReader<'_> {
 
     /// Un-filtered bytes `[a, b)` of tile `k` of one data file.
     fn tile_bytes(&self, role: FileRole, k: u64, a: u64, b: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(((b - a) as usize).min(READ_RESERVE));
+        self.tile_bytes_into(role, k, a, b, Some(&mut out))?;
+        Ok(out)
+    }
+
+    /// Appends bytes `[a, b)` of tile `k` to `out`, decoding (into the cache) only the
+    /// chunks they overlap; with no `out`, only decodes.
+    fn tile_bytes_into(
+        &self,
+        role: FileRole,
+        k: u64,
+        a: u64,
+        b: u64,
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Result<()> {
         let tf = self.tile_file(role)?;
         let index = self.chunk_index(&tf, role, k)?;
         let Cached::Chunks(index) = &*index else {
@@ -378,8 +420,8 @@ impl FieldReader<'_> {
                 "cache holds the wrong item",
             ));
         };
-        let mut out = Vec::with_capacity((b - a) as usize);
         let mut file = None;
+        let mut served = 0u64;
         for (i, chunk) in index.chunks.iter().enumerate() {
             let (start, end) = (index.starts[i], index.starts[i + 1]);
             if end <= a || start >= b {
@@ -405,20 +447,24 @@ impl FieldReader<'_> {
             };
             let from = a.max(start) - start;
             let to = b.min(end) - start;
-            out.extend_from_slice(&slice(
-                bytes,
-                from,
-                to,
-                &format!("{}, chunk {i}", tf.tile_context(k)),
-            )?);
+            let part = bytes.get(from as usize..to as usize).ok_or_else(|| {
+                Error::corrupt(
+                    format!("{}, chunk {i}", tf.tile_context(k)),
+                    format!("decoded {} bytes, needed {from}..{to}", bytes.len()),
+                )
+            })?;
+            if let Some(out) = out.as_deref_mut() {
+                out.extend_from_slice(part);
+            }
+            served += part.len() as u64;
         }
-        if out.len() as u64 != b - a {
+        if served != b - a {
             return Err(Error::corrupt(
                 tf.tile_context(k),
-                format!("tile holds {} of the bytes {a}..{b}", out.len()),
+                format!("tile holds {served} of the bytes {a}..{b}"),
             ));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// For var fields: the tile decoded in string mode when its offsets are embedded in

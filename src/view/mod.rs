@@ -414,6 +414,15 @@ impl View {
         }
     }
 
+    /// Decodes into the cache the chunks a read of the range needs, without assembling
+    /// the bytes (read-ahead).
+    pub fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+        match node {
+            Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.warm(raw, offset, len)),
+            other => self.read_at(other, offset, len).map(|_| ()),
+        }
+    }
+
     fn with_field<T>(
         &self,
         f: usize,

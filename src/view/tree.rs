@@ -37,6 +37,11 @@ pub trait FileTree: Send + Sync {
     /// A readable summary for `fragfs info`.
     fn info(&self) -> String;
 
+    /// Decodes what a read of the range will need, into the cache (read-ahead).
+    fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+        self.read_at(node, offset, len).map(|_| ())
+    }
+
     /// Resolves a `/`-separated path (leading `/` optional) to a node.
     fn resolve(&self, path: &str) -> Result<Node> {
         let mut node = Node::Root;
@@ -100,6 +105,9 @@ impl FileTree for View {
     }
     fn read_at(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
         View::read_at(self, node, offset, len)
+    }
+    fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+        View::warm(self, node, offset, len)
     }
     fn parent(&self, node: Node) -> Node {
         View::parent(self, node)
