@@ -56,7 +56,9 @@ pub(crate) fn reverse(
 
     let element_bits = 8 * size;
     let m = mask(size);
-    let mut out = Vec::with_capacity(original_len);
+    // `original_len` is only the header's claim: reserve no more than the data can
+    // expand to (a stored byte becomes at most `size` bytes, in an 8-bit window).
+    let mut out = Vec::with_capacity(original_len.min(data.len().saturating_mul(size)));
     let mut rest = data;
     for (i, w) in windows.iter().enumerate() {
         let raw = usize::from(w.bits) >= element_bits || w.len % size != 0;

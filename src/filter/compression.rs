@@ -80,8 +80,9 @@ pub(crate) fn reverse(
     let (md_headers, data_headers) = headers.split_at(md_parts as usize);
     let mut rest = data;
     let mut decode_all = |headers: &[PartHeader], kind: &str| -> Result<Vec<u8>, FilterError> {
-        let size: usize = headers.iter().map(|h| h.uncompressed).sum();
-        let mut out = Vec::with_capacity(size);
+        // Grown as parts decode, not sized by the header: its sizes are only claims, and
+        // a few bytes of header could otherwise reserve gigabytes.
+        let mut out = Vec::new();
         for (i, h) in headers.iter().enumerate() {
             let (input, tail) = rest
                 .split_at_checked(h.compressed)
@@ -111,6 +112,10 @@ pub(crate) fn reverse(
     })
 }
 
+/// What a decoder reserves before it has output: a whole chunk of TileDB's
+/// default size (64 KiB) and then some, so real chunks rarely need to grow the buffer.
+const PREALLOCATE_AT_MOST: usize = 1 << 20;
+
 /// Decompresses one part into at most `expected` bytes (plus one, so an over-long
 /// stream is detected rather than silently cut).
 fn decompress(codec: Codec, input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
@@ -120,9 +125,18 @@ fn decompress(codec: Codec, input: &[u8], expected: usize) -> Result<Vec<u8>, St
     match codec {
         // GZIP is a zlib stream (RFC 1950), not a gzip file.
         Codec::Gzip => read_bounded(flate2::read::ZlibDecoder::new(input), expected),
-        Codec::Zstd => zstd::bulk::decompress(input, expected).map_err(|e| e.to_string()),
+        Codec::Zstd => decompress_zstd(input, expected),
         Codec::Lz4 => {
             // A raw LZ4 block: no frame, no size prefix; the size comes from our header.
+            // The output buffer is allocated first, so check the claim against the most a
+            // block can expand to: each input byte yields at most 255 output bytes (a
+            // match-length byte of 255).
+            if expected > input.len().saturating_mul(255) {
+                return Err(format!(
+                    "{} bytes of LZ4 cannot expand to the {expected} the header says",
+                    input.len()
+                ));
+            }
             let mut out = vec![0u8; expected];
             let n = lz4_flex::block::decompress_into(input, &mut out).map_err(|e| e.to_string())?;
             out.truncate(n);
@@ -135,8 +149,31 @@ fn decompress(codec: Codec, input: &[u8], expected: usize) -> Result<Vec<u8>, St
     }
 }
 
+/// zstd's one-shot decoder writes into a buffer of fixed capacity, and `expected` is only
+/// the header's claim: start small and double while zstd reports the buffer too small,
+/// so memory follows the real output. An over-long frame still fails at `expected`.
+fn decompress_zstd(input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+    use zstd::zstd_safe::{self, zstd_sys::ZSTD_ErrorCode};
+    // zstd returns error `e` as `-e` in a `size_t`.
+    const TOO_SMALL: usize = (ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall as usize).wrapping_neg();
+    let mut dctx = zstd_safe::DCtx::create();
+    let mut capacity = expected.min(PREALLOCATE_AT_MOST);
+    loop {
+        let mut out = Vec::with_capacity(capacity);
+        match dctx.decompress(&mut out, input) {
+            Ok(_) => return Ok(out),
+            Err(TOO_SMALL) if capacity < expected => {
+                capacity = capacity.saturating_mul(2).min(expected);
+            }
+            Err(code) => return Err(zstd_safe::get_error_name(code).to_string()),
+        }
+    }
+}
+
+/// Reads at most `expected + 1` bytes. The buffer grows with the output instead of being
+/// reserved up front: `expected` is the header's claim, and a stream may end far sooner.
 fn read_bounded(reader: impl Read, expected: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(expected);
+    let mut out = Vec::with_capacity(expected.min(PREALLOCATE_AT_MOST));
     reader
         .take(expected as u64 + 1)
         .read_to_end(&mut out)
@@ -250,6 +287,25 @@ mod tests {
             1 << 20
         )
         .is_err());
+    }
+
+    /// Parts larger than the first reservation decode whole: the buffers grow (or, for
+    /// zstd, the capacity doubles) until the real output fits.
+    #[test]
+    fn parts_larger_than_the_first_reservation() {
+        let part = sample(3 * PREALLOCATE_AT_MOST + 5, 4);
+        type Compress = fn(&[u8]) -> Vec<u8>;
+        let compressors: [(Codec, Compress); 4] = [
+            (Codec::Gzip, gzip),
+            (Codec::Zstd, zstd),
+            (Codec::Lz4, lz4),
+            (Codec::Bzip2, bzip2),
+        ];
+        for (codec, compress) in compressors {
+            let (md, data) = compress_framing(&[], &[&part], compress);
+            let step = reverse("X", codec, &md, &data, 1 << 23).unwrap();
+            assert_eq!(step.data.unwrap(), part, "{codec:?}");
+        }
     }
 
     #[test]

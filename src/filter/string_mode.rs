@@ -209,7 +209,9 @@ impl Output {
             name,
             cells,
             expected,
-            bytes: Vec::with_capacity(expected),
+            // `expected` is the chunk header's claim, checked only as strings arrive:
+            // reserve a bounded amount and let the bytes grow with the real output.
+            bytes: Vec::with_capacity(expected.min(1 << 20)),
             offsets: Vec::with_capacity(cells.min(1 << 16) as usize),
         }
     }

@@ -1,0 +1,356 @@
+//! Builds the seed corpus of every fuzz target from real TileDB arrays:
+//!
+//!     cargo run --example seed_corpus -- OUT_DIR ARRAY_OR_FOLDER...
+//!
+//! Every array found under the given folders is cut into inputs in the layouts of
+//! `src/lib.rs`: its files of generic tiles (`generic_tile`), its decoded schemas
+//! (`schema`), its footers and metadata payloads with their schema (`fragment_metadata`),
+//! and the first tiles of every field file, whole with their pipeline
+//! (`chunk_pipeline`) and chunk by chunk for the filter reversed first (`filters`).
+//! Seeds are named by a hash of their bytes, so running it twice adds nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fragfs::array::field::Field;
+use fragfs::array::fragment::{FragmentMeta, METADATA_FILE};
+use fragfs::array::generic_tile::decode_generic_tile;
+use fragfs::array::storage::DataFile;
+use fragfs::array::tile::{FileRole, TileFile};
+use fragfs::array::{Array, OpenOptions};
+use fragfs::format::chunked::parse_chunks;
+use fragfs::format::footer::{footer_location, FooterLocation};
+use fragfs::format::generic_tile::GenericTileHeader;
+use fragfs::format::{Datatype, Filter, FilterPipeline};
+
+/// Larger inputs slow the fuzzer down without reaching more code.
+const MAX_SEED: usize = 64 << 10;
+/// Tiles taken from each field file.
+const TILES_PER_FILE: u64 = 2;
+/// Seeds kept per target (the shared corpus gives thousands of near-duplicates; the first
+/// by hash are a uniform sample), so a short run gets past its seeds quickly.
+const MAX_SEEDS: usize = 2000;
+
+fn main() {
+    let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let Some((out, roots)) = args.split_first() else {
+        eprintln!("usage: seed_corpus OUT_DIR ARRAY_OR_FOLDER...");
+        std::process::exit(2);
+    };
+    let mut seeds = Seeds::default();
+    let mut arrays = Vec::new();
+    for root in roots {
+        find_arrays(root, &mut arrays);
+    }
+    for array in &arrays {
+        if let Err(e) = seed_array(array, &mut seeds) {
+            eprintln!("seed_corpus: skipping {}: {e}", array.display());
+        }
+    }
+    for (target, inputs) in &seeds.0 {
+        let dir = out.join(target);
+        std::fs::create_dir_all(&dir).expect("create the corpus folder");
+        for input in inputs.values().take(MAX_SEEDS) {
+            let path = dir.join(format!("{:016x}", fnv1a(input)));
+            std::fs::write(&path, input).expect("write a seed");
+        }
+        println!("{target}: {} seeds", inputs.len().min(MAX_SEEDS));
+    }
+    println!("from {} arrays", arrays.len());
+}
+
+/// Seeds per target, deduplicated by content.
+#[derive(Default)]
+struct Seeds(BTreeMap<&'static str, BTreeMap<u64, Vec<u8>>>);
+
+impl Seeds {
+    fn add(&mut self, target: &'static str, input: Vec<u8>) {
+        if input.len() <= MAX_SEED {
+            self.0
+                .entry(target)
+                .or_default()
+                .insert(fnv1a(&input), input);
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Array folders: those with a `__schema/` folder or an `__array_schema.tdb`.
+fn find_arrays(dir: &Path, out: &mut Vec<PathBuf>) {
+    if dir.join("__schema").is_dir() || dir.join("__array_schema.tdb").is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        find_arrays(&d, out);
+    }
+}
+
+fn seed_array(root: &Path, seeds: &mut Seeds) -> fragfs::Result<()> {
+    // Every encrypted array of the fixtures and the shared corpus uses this key; it is
+    // ignored where nothing is encrypted.
+    let key = Some(fragfs_fuzz::KEY);
+    // Files that are generic tiles back to back, whole.
+    for path in files_under(root) {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let in_meta_dir = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "__schema" || d == "__fragment_meta" || d == "__meta");
+        if in_meta_dir
+            || name == METADATA_FILE
+            || name.ends_with(".del")
+            || name == "__array_schema.tdb"
+        {
+            seeds.add("generic_tile", std::fs::read(&path).unwrap_or_default());
+        }
+    }
+    let array = Array::open(root, OpenOptions { key })?;
+    let mut schema_payloads = BTreeMap::new();
+    for s in &array.schemas {
+        let bytes = std::fs::read(root.join(&s.rel_path)).unwrap_or_default();
+        let (_, payload) = decode_generic_tile(&bytes, key, &s.rel_path)?;
+        seeds.add("schema", payload.clone());
+        schema_payloads.insert(s.name.clone(), payload);
+    }
+    for fragment in &array.fragments {
+        let meta = match fragment.meta(&array.schemas) {
+            Ok(meta) => meta,
+            Err(e) => {
+                eprintln!("seed_corpus: {}: {e}", fragment.dir.display());
+                continue;
+            }
+        };
+        if let Some(schema) = schema_payloads.get(&meta.schema_name) {
+            seed_metadata(
+                fragment.timestamps.version,
+                &meta,
+                schema,
+                &fragment.metadata_path(),
+                seeds,
+            );
+        }
+        for field in meta.fields.iter().filter(|f| f.stored) {
+            for role in roles(field) {
+                if let Ok(file) = TileFile::open(&meta, field, role, &fragment.dir) {
+                    seed_tiles(&file, &meta, seeds);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn roles(field: &Field) -> Vec<FileRole> {
+    let mut roles = vec![FileRole::Data];
+    if field.is_var() {
+        roles.push(FileRole::Var);
+    }
+    if field.nullable {
+        roles.push(FileRole::Validity);
+    }
+    roles
+}
+
+/// `fragment_metadata` seeds: the footer (v3+) or the whole-file payload (v1-2), and the
+/// payload of every generic tile in the metadata file, each after the schema.
+fn seed_metadata(
+    name_version: u32,
+    meta: &FragmentMeta,
+    schema: &[u8],
+    path: &Path,
+    seeds: &mut Seeds,
+) {
+    let Ok(file) = std::fs::read(path) else {
+        return;
+    };
+    let with_schema = |rest: &[u8]| {
+        let mut input = vec![name_version.min(255) as u8];
+        input.extend((schema.len() as u16).to_le_bytes());
+        input.extend(schema);
+        input.extend(rest);
+        input
+    };
+    if schema.len() > usize::from(u16::MAX) {
+        return;
+    }
+    if name_version >= 3 {
+        let footer = match footer_location(name_version, &meta.schema) {
+            FooterLocation::Computed(len) => {
+                file.len().checked_sub(len as usize).map(|s| &file[s..])
+            }
+            FooterLocation::Trailing => file.len().checked_sub(8).and_then(|at| {
+                let len = u64::from_le_bytes(file[at..].try_into().ok()?);
+                Some(&file[at.checked_sub(len as usize)?..at])
+            }),
+        };
+        if let Some(footer) = footer {
+            seeds.add("fragment_metadata", with_schema(footer));
+        }
+    }
+    let mut offset = 0;
+    while let Ok(header) = GenericTileHeader::parse(&file[offset..]) {
+        if let Ok((_, payload)) = decode_generic_tile(&file[offset..], meta.key(), "seed") {
+            seeds.add("fragment_metadata", with_schema(&payload));
+        }
+        match offset.checked_add(header.end() as usize) {
+            Some(end) if end < file.len() => offset = end,
+            _ => break,
+        }
+    }
+}
+
+/// `chunk_pipeline` seeds (whole tiles with their pipeline) and `filters` seeds (each
+/// chunk with the filter that is reversed first).
+fn seed_tiles(file: &TileFile, meta: &FragmentMeta, seeds: &mut Seeds) {
+    let Ok(data) = DataFile::open(&file.path) else {
+        return;
+    };
+    let ctx = &file.ctx;
+    let flags = u8::from(ctx.key.is_some());
+    for k in 0..meta.tile_count.min(TILES_PER_FILE) {
+        let Ok(tile) = file
+            .tile_span(k)
+            .and_then(|(start, len)| data.read(start, len))
+        else {
+            continue;
+        };
+        let mut input = vec![ctx.field_type.id(), ctx.format_version as u8];
+        input.extend((ctx.cell_size.min(u16::MAX.into()) as u16).to_le_bytes());
+        input.push(flags);
+        input.extend(serialize_pipeline(&file.pipeline));
+        input.extend(&tile);
+        seeds.add("chunk_pipeline", input);
+
+        let (Some(last), Some(&input_type)) = (
+            file.pipeline.filters.last(),
+            file.pipeline.input_types(ctx.field_type).last(),
+        ) else {
+            continue;
+        };
+        for chunk in parse_chunks(&tile).unwrap_or_default() {
+            let range = |r: std::ops::Range<u64>| &tile[r.start as usize..r.end as usize];
+            let md = range(chunk.metadata_range());
+            let mut input = vec![
+                last.id(),
+                input_type.id(),
+                ctx.cell_size.min(255) as u8,
+                ctx.format_version as u8,
+                flags,
+            ];
+            input.extend(chunk.unfiltered_len.to_le_bytes());
+            input.extend((md.len().min(u16::MAX.into()) as u16).to_le_bytes());
+            input.extend(filter_options(last));
+            input.extend(md);
+            input.extend(range(chunk.data_range()));
+            seeds.add("filters", input);
+        }
+    }
+}
+
+/// The 8 option bytes of the `filters` layout (inverse of `filter_from` in `src/lib.rs`).
+fn filter_options(filter: &Filter) -> [u8; 8] {
+    let mut o = [0u8; 8];
+    match filter {
+        Filter::DoubleDelta { reinterpret } | Filter::Delta { reinterpret } => {
+            o[0] = reinterpret.map_or(Datatype::Any.id(), Datatype::id);
+        }
+        Filter::BitWidthReduction { max_window } | Filter::PositiveDelta { max_window } => {
+            o[..4].copy_from_slice(&max_window.to_le_bytes());
+        }
+        Filter::ScaleFloat {
+            scale,
+            offset,
+            byte_width,
+        } => {
+            o[..4].copy_from_slice(&(*scale as f32).to_le_bytes());
+            o[4..6].copy_from_slice(&(*offset as i16).to_le_bytes());
+            o[6] = *byte_width as u8;
+        }
+        Filter::Webp(w) => {
+            o[0] = w.quality as u8;
+            o[1] = w.input_format;
+            o[2] = u8::from(w.lossless);
+            o[3..5].copy_from_slice(&w.y_extent.to_le_bytes());
+            o[5..7].copy_from_slice(&w.x_extent.to_le_bytes());
+        }
+        _ => {}
+    }
+    o
+}
+
+/// A pipeline as a schema stores it (`03-array-schema.md` §5-6), for `FilterPipeline::parse`.
+fn serialize_pipeline(p: &FilterPipeline) -> Vec<u8> {
+    let mut out = p.max_chunk_size.to_le_bytes().to_vec();
+    out.extend((p.filters.len() as u32).to_le_bytes());
+    for f in &p.filters {
+        let mut o = Vec::new();
+        let mut level = |level: i32| {
+            o.push(f.id());
+            o.extend(level.to_le_bytes());
+        };
+        match f {
+            Filter::Gzip { level: l }
+            | Filter::Zstd { level: l }
+            | Filter::Lz4 { level: l }
+            | Filter::Rle { level: l }
+            | Filter::Bzip2 { level: l }
+            | Filter::Dictionary { level: l } => level(*l),
+            Filter::DoubleDelta { reinterpret } | Filter::Delta { reinterpret } => {
+                level(0);
+                o.push(reinterpret.map_or(Datatype::Any.id(), Datatype::id));
+            }
+            Filter::BitWidthReduction { max_window } | Filter::PositiveDelta { max_window } => {
+                o.extend(max_window.to_le_bytes());
+            }
+            Filter::ScaleFloat {
+                scale,
+                offset,
+                byte_width,
+            } => {
+                o.extend(scale.to_le_bytes());
+                o.extend(offset.to_le_bytes());
+                o.extend(byte_width.to_le_bytes());
+            }
+            Filter::Webp(w) => {
+                o.extend(w.quality.to_le_bytes());
+                o.push(w.input_format);
+                o.push(u8::from(w.lossless));
+                o.extend(w.y_extent.to_le_bytes());
+                o.extend(w.x_extent.to_le_bytes());
+            }
+            _ => {}
+        }
+        out.push(f.id());
+        out.extend((o.len() as u32).to_le_bytes());
+        out.extend(o);
+    }
+    out
+}

@@ -1,0 +1,291 @@
+//! The bodies of the fuzz targets, one function per target.
+//!
+//! The regression tests (`tests/fuzz_regressions.rs`) include this file too, so an input
+//! saved from a crash replays exactly what the fuzzer ran. Each function takes arbitrary
+//! bytes and must return: any panic, hang or oversized allocation inside fragfs is a bug.
+//! The input layouts are small headers in front of real bytes, so files of real arrays
+//! (cut up by `examples/seed_corpus.rs`) make good seeds.
+
+use std::io::Write;
+
+use fragfs::array::dense_grid::DenseGrid;
+use fragfs::array::field::fragment_fields;
+use fragfs::array::generic_tile::{decode_generic_tile, read_generic_tile};
+use fragfs::array::storage::DataFile;
+use fragfs::filter::{unfilter_chunk, unfilter_string_chunk, ChunkContext};
+use fragfs::format::chunked::parse_chunks;
+use fragfs::format::footer::{footer_location, Footer};
+use fragfs::format::fragment_metadata::{
+    parse_fragment_stats, parse_processed_conditions, parse_sums, parse_u64_list, RTree, TileBounds,
+};
+use fragfs::format::generic_tile::{is_pre_version_1_file, GenericTileHeader};
+use fragfs::format::legacy_metadata::LegacyMetadata;
+use fragfs::format::pipeline::WebpOptions;
+use fragfs::format::schema::ArraySchema;
+use fragfs::format::{Datatype, Filter, FilterPipeline, Reader};
+
+/// The key of the `encrypted` fixture, so its tiles decrypt and the fuzzer gets past
+/// AES-GCM on seeds taken from it.
+pub const KEY: [u8; 32] = *b"0123456789abcdeF0123456789abcdeF";
+
+/// Most generic tiles a `generic_tile` input is walked for (a metadata file is a few
+/// dozen tiles back to back).
+const MAX_TILES: usize = 64;
+
+/// `generic_tile`: a whole file of back-to-back generic tiles (a schema, a fragment's
+/// `__fragment_metadata.tdb`, a `.meta` or `.del` file). Each tile is parsed and decoded
+/// in memory, and read from a file as the array code does.
+pub fn generic_tile(data: &[u8]) {
+    let _ = is_pre_version_1_file(data);
+    let file = TempFile::new(data);
+    let mut offset = 0usize;
+    for _ in 0..MAX_TILES {
+        let rest = &data[offset..];
+        let header = GenericTileHeader::parse(rest);
+        let _ = decode_generic_tile(rest, Some(KEY), "fuzz");
+        let _ = decode_generic_tile(rest, None, "fuzz");
+        if let Some(file) = &file {
+            let _ = read_generic_tile(file, offset as u64, Some(KEY), "fuzz");
+        }
+        let Ok(header) = header else { return };
+        match usize::try_from(header.end()) {
+            Ok(len) if len < rest.len() => offset += len,
+            _ => return,
+        }
+    }
+}
+
+/// `schema`: an unfiltered schema payload, and what is derived from a schema alone.
+pub fn schema(data: &[u8]) {
+    let Ok(schema) = ArraySchema::parse(data) else {
+        return;
+    };
+    for version in [1, 4, 5, 9, 10, 23] {
+        let _ = footer_location(version, &schema);
+    }
+    let _ = schema.all_dims_fixed();
+    for d in &schema.dimensions {
+        let _ = schema.dimension_filters(d).input_types(d.datatype);
+    }
+    for a in &schema.attributes {
+        let _ = a.filters.input_types(a.datatype);
+    }
+    for footer in [
+        Footer::default(),
+        Footer {
+            version: 4,
+            has_timestamps: true,
+            has_delete_meta: true,
+            ..Footer::default()
+        },
+    ] {
+        for f in fragment_fields(&schema, &footer) {
+            let _ = (f.cell_size(), f.file_cell_size(), f.data_file());
+        }
+    }
+}
+
+/// `fragment_metadata`: `[name version: u8][schema length: u16 LE][schema payload][rest]`.
+/// Once the schema parses, `rest` goes through every fragment-metadata parser: the
+/// footer (v3-23), the whole-file metadata of v1-2, and the payloads of the metadata's
+/// generic tiles (R-tree, u64 lists, tile bounds, sums, fragment statistics, processed
+/// conditions).
+pub fn fragment_metadata(data: &[u8]) {
+    let [version, a, b, rest @ ..] = data else {
+        return;
+    };
+    let version = u32::from(*version);
+    let (schema, rest) = rest.split_at(usize::from(u16::from_le_bytes([*a, *b])).min(rest.len()));
+    let Ok(schema) = ArraySchema::parse(schema) else {
+        return;
+    };
+    let _ = footer_location(version, &schema);
+    if let Ok(footer) = Footer::parse(rest, &schema) {
+        footer_consumers(&schema, &footer);
+        let _ = parse_fragment_stats(rest, footer.slot_count(&schema));
+    }
+    if let Ok(legacy) = LegacyMetadata::parse(rest, &schema) {
+        for dense in [false, true] {
+            footer_consumers(&schema, &legacy.footer(dense));
+        }
+    }
+    let _ = RTree::parse(rest, version, &schema.dimensions).map(|t| t.leaves().len());
+    if let Ok(bounds) = TileBounds::parse(rest) {
+        let fields = fragment_fields(&schema, &Footer::default());
+        let tiles = bounds.fixed.len();
+        for f in &fields {
+            for i in [0, 1, tiles.saturating_sub(1), tiles] {
+                let _ = bounds.get(i, f.is_var(), f.cell_size() as usize, tiles);
+            }
+        }
+    }
+    let _ = parse_u64_list(rest, "fuzz");
+    let _ = parse_sums(rest);
+    let _ = parse_processed_conditions(rest);
+}
+
+/// What the array code computes from a footer and its schema without reading more.
+fn footer_consumers(schema: &ArraySchema, footer: &Footer) {
+    for f in fragment_fields(schema, footer) {
+        let _ = (f.cell_size(), f.file_cell_size());
+    }
+    if let Ok(grid) = DenseGrid::new(schema, footer) {
+        let cells = grid.tile_count().saturating_mul(grid.cells_per_tile());
+        for n in [0, 1, cells.saturating_sub(1), cells] {
+            for dim in 0..schema.dimensions.len() {
+                let _ = grid.coordinate(n, dim);
+            }
+        }
+    }
+}
+
+/// `filters`: one filter's reverse through a one-filter pipeline:
+/// `[filter id][datatype][cell size][format version][flags][unfiltered length: u32 LE]`
+/// `[metadata length: u16 LE][8 option bytes][metadata][data]`. The filter id is
+/// TileDB's; flags bit 0 gives the key. RLE and DICTIONARY also run in string mode.
+pub fn filters(data: &[u8]) {
+    let mut r = Reader::new(data);
+    let Ok(head) = r.array::<19>("fuzz header") else {
+        return;
+    };
+    let [id, datatype, cell_size, version, flags, l0, l1, l2, l3, m0, m1, options @ ..] = head;
+    let Some(filter) = filter_from(id, &options) else {
+        return;
+    };
+    let pipeline = FilterPipeline {
+        max_chunk_size: 65536,
+        filters: vec![filter],
+    };
+    let ctx = ChunkContext {
+        field_type: Datatype::from_u8(datatype).unwrap_or(Datatype::UInt8),
+        cell_size: u64::from(cell_size),
+        format_version: u32::from(version),
+        key: (flags & 1 == 1).then_some(KEY),
+    };
+    let unfiltered_len = u32::from_le_bytes([l0, l1, l2, l3]);
+    let md_len = u16::from_le_bytes([m0, m1]);
+    let rest = r.rest();
+    let (md, chunk) = rest.split_at(usize::from(md_len).min(rest.len()));
+    unfilter(&pipeline, &ctx, md, chunk, unfiltered_len);
+}
+
+/// The filter with TileDB id `id`, its options taken from `o`.
+fn filter_from(id: u8, o: &[u8; 8]) -> Option<Filter> {
+    let u16_at = |i: usize| u16::from_le_bytes([o[i], o[i + 1]]);
+    let window = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
+    let reinterpret = Datatype::from_u8(o[0]).filter(|t| *t != Datatype::Any);
+    Some(match id {
+        0 => Filter::None,
+        1 => Filter::Gzip { level: 0 },
+        2 => Filter::Zstd { level: 0 },
+        3 => Filter::Lz4 { level: 0 },
+        4 => Filter::Rle { level: 0 },
+        5 => Filter::Bzip2 { level: 0 },
+        6 => Filter::DoubleDelta { reinterpret },
+        7 => Filter::BitWidthReduction { max_window: window },
+        8 => Filter::BitShuffle,
+        9 => Filter::ByteShuffle,
+        10 => Filter::PositiveDelta { max_window: window },
+        11 => Filter::Encryption,
+        12 => Filter::ChecksumMd5,
+        13 => Filter::ChecksumSha256,
+        14 => Filter::Dictionary { level: 0 },
+        15 => Filter::ScaleFloat {
+            scale: f64::from(f32::from_le_bytes([o[0], o[1], o[2], o[3]])),
+            offset: f64::from(i16::from_le_bytes([o[4], o[5]])),
+            byte_width: u64::from(o[6]),
+        },
+        16 => Filter::Xor,
+        18 => Filter::Webp(WebpOptions {
+            quality: f32::from(o[0]),
+            input_format: o[1],
+            lossless: o[2] & 1 == 1,
+            y_extent: u16_at(3),
+            x_extent: u16_at(5),
+        }),
+        19 => Filter::Delta { reinterpret },
+        _ => return None,
+    })
+}
+
+/// `chunk_pipeline`: a whole data tile through a chained pipeline:
+/// `[datatype][format version][cell size: u16 LE][flags][pipeline as in a schema][tile]`.
+/// The tile is cut into chunks by `parse_chunks` and every chunk un-filtered; pipelines
+/// starting with RLE or DICTIONARY also run in string mode. Flags bit 0 gives the key.
+pub fn chunk_pipeline(data: &[u8]) {
+    let mut r = Reader::new(data);
+    let Ok([datatype, version, c0, c1, flags]) = r.array::<5>("fuzz header") else {
+        return;
+    };
+    let Ok(pipeline) = FilterPipeline::parse(&mut r) else {
+        return;
+    };
+    let ctx = ChunkContext {
+        field_type: Datatype::from_u8(datatype).unwrap_or(Datatype::UInt8),
+        cell_size: u64::from(u16::from_le_bytes([c0, c1])),
+        format_version: u32::from(version),
+        key: (flags & 1 == 1).then_some(KEY),
+    };
+    let tile = r.rest();
+    let Ok(chunks) = parse_chunks(tile) else {
+        return;
+    };
+    for chunk in chunks {
+        let range = |r: std::ops::Range<u64>| tile.get(r.start as usize..r.end as usize);
+        let (Some(md), Some(bytes)) = (range(chunk.metadata_range()), range(chunk.data_range()))
+        else {
+            panic!("parse_chunks returned a chunk outside the tile: {chunk:?}");
+        };
+        unfilter(&pipeline, &ctx, md, bytes, chunk.unfiltered_len);
+    }
+}
+
+/// Un-filters one chunk, and in string mode too where the pipeline allows it.
+fn unfilter(pipeline: &FilterPipeline, ctx: &ChunkContext, md: &[u8], data: &[u8], len: u32) {
+    if let Ok(out) = unfilter_chunk(pipeline, ctx, md, data, len) {
+        assert_eq!(
+            out.len(),
+            len as usize,
+            "unfilter_chunk returned the wrong size"
+        );
+    }
+    if matches!(
+        pipeline.filters.first(),
+        Some(Filter::Rle { .. } | Filter::Dictionary { .. })
+    ) {
+        let _ = unfilter_string_chunk(pipeline, ctx, md, data, len);
+    }
+}
+
+/// The input written to a file of its own, for the code that reads through [`DataFile`].
+/// One per process (libFuzzer runs inputs one at a time), removed when dropped.
+struct TempFile {
+    path: std::path::PathBuf,
+    file: DataFile,
+}
+
+impl TempFile {
+    fn new(data: &[u8]) -> Option<TempFile> {
+        let path = std::env::temp_dir().join(format!(
+            "fragfs-fuzz-{}-{:?}.tdb",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::File::create(&path).ok()?.write_all(data).ok()?;
+        let file = DataFile::open(&path).ok()?;
+        Some(TempFile { path, file })
+    }
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = DataFile;
+    fn deref(&self) -> &DataFile {
+        &self.file
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

@@ -1,0 +1,109 @@
+//! Inputs the fuzz targets (`fuzz/`) once found a panic, hang or unbounded allocation
+//! with, replayed through the very code the targets run (`fuzz/src/lib.rs` is included
+//! here): each must now return, with an error or not.
+//!
+//! A new finding goes to `tests/fuzz_regressions/<target>/<what-it-was>`, minimised
+//! (`cargo fuzz tmin`), next to the fix.
+
+#[path = "../fuzz/src/lib.rs"]
+mod harness;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::Path;
+
+/// The fuzz runs use `-malloc_limit_mb=512`: one allocation larger than that, for input
+/// of a few bytes, is a finding. The fuzzer saw it through its malloc hooks; here a
+/// recording allocator sees it (reserving is enough: a huge `Vec::with_capacity` that
+/// is never touched succeeds on Linux, but is still unbounded allocation).
+const MALLOC_LIMIT: usize = 512 << 20;
+
+thread_local! {
+    /// The largest single allocation this thread asked for since the last reset.
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+}
+
+struct Recording;
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl GlobalAlloc for Recording {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Recording = Recording;
+
+/// Runs every saved input of `target` through it; each that panics or makes an
+/// allocation over [`MALLOC_LIMIT`] is named, and fails the test.
+fn replay(target: &str, run: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_regressions")
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut failures = Vec::new();
+    for path in paths {
+        let bytes = std::fs::read(&path).unwrap();
+        LARGEST.with(|l| l.set(0));
+        let outcome = std::panic::catch_unwind(|| run(&bytes));
+        let largest = LARGEST.with(Cell::get);
+        if outcome.is_err() {
+            failures.push(format!("{}: panicked", path.display()));
+        } else if largest > MALLOC_LIMIT {
+            failures.push(format!(
+                "{}: one allocation of {largest} bytes",
+                path.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn generic_tile() {
+    replay("generic_tile", harness::generic_tile);
+}
+
+#[test]
+fn schema() {
+    replay("schema", harness::schema);
+}
+
+#[test]
+fn fragment_metadata() {
+    replay("fragment_metadata", harness::fragment_metadata);
+}
+
+#[test]
+fn filters() {
+    replay("filters", harness::filters);
+}
+
+#[test]
+fn chunk_pipeline() {
+    replay("chunk_pipeline", harness::chunk_pipeline);
+}
