@@ -1109,6 +1109,8 @@ COVERS = {
     "sample": "friendly 8x12 'weather' grid (temperature, station, name) for the README quick start",
     "checksums": "1-D sparse, every file of every fragment under CHECKSUM_MD5 or CHECKSUM_SHA256 "
                  "(fixed, var, nullable, Zstd then SHA256; offsets and validity filter lists too)",
+    "odd_names": "1-D dense; a dimension and attributes named with spaces, unicode, '/', '%' and '..'; "
+                 "strings holding a comma, quotes and a newline",
 }
 
 
