@@ -319,3 +319,35 @@ fn a_corrupt_column_is_an_error_naming_it_and_the_others_still_read() {
         assert_eq!(good, b"7\n8\n9\n10\n");
     }
 }
+
+#[test]
+fn every_filo_file_reads_the_same_in_small_pieces_as_whole() {
+    let dir = repo().join("tests/fixtures/filo/fragment");
+    let tree = open_tree(
+        &dir,
+        OpenOptions::default(),
+        ChunkOptions::default(),
+        1 << 20,
+    )
+    .unwrap();
+    let mut files = 0;
+    for column in tree.list(fragfs::view::Node::Root).unwrap() {
+        let nodes = if column.node.is_dir() {
+            tree.list(column.node).unwrap()
+        } else {
+            vec![column]
+        };
+        for e in nodes {
+            let size = tree.size(e.node).unwrap();
+            let whole = tree.read_at(e.node, 0, u64::MAX).unwrap();
+            assert_eq!(whole.len() as u64, size, "{}", e.name);
+            let mut pieces = Vec::new();
+            while (pieces.len() as u64) < size {
+                pieces.extend(tree.read_at(e.node, pieces.len() as u64, 5).unwrap());
+            }
+            assert_eq!(pieces, whole, "{}", e.name);
+            files += 1;
+        }
+    }
+    assert!(files > 30, "{files}");
+}

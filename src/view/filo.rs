@@ -231,37 +231,59 @@ impl FiloView {
         self.manifest.num_rows
     }
 
-    /// Bytes of a file that has to be built whole (everything but lazy `values.bin`).
-    fn built(&self, c: usize, file: FiloFile) -> Result<Vec<u8>> {
+    /// Bytes `[offset, offset + len)` of a file other than numeric `values.bin`, and the
+    /// file's total size. Only the requested part is copied out of the decoded column.
+    fn built(&self, c: usize, file: FiloFile, offset: u64, len: u64) -> Result<(Vec<u8>, u64)> {
         let column = self.column(c)?;
+        let part = |bytes: &[u8]| (slice(bytes, offset, len).to_vec(), bytes.len() as u64);
         match file {
             FiloFile::Values => self.with_decoded(c, |d| match &d.values {
-                Values::Fixed { bytes, .. } | Values::Var { bytes, .. } => bytes.clone(),
+                Values::Fixed { bytes, .. } | Values::Var { bytes, .. } => part(bytes),
             }),
             FiloFile::Offsets => self.with_decoded(c, |d| match &d.values {
                 Values::Var { offsets, .. } => {
-                    offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+                    let total = offsets.len() as u64 * 8;
+                    let end = offset.saturating_add(len).min(total);
+                    let first = (offset / 8).min(offsets.len() as u64) as usize;
+                    let last = end.div_ceil(8).min(offsets.len() as u64) as usize;
+                    let rows: Vec<u8> = offsets[first..last.max(first)]
+                        .iter()
+                        .flat_map(|o| o.to_le_bytes())
+                        .collect();
+                    let skip = (offset - first as u64 * 8).min(rows.len() as u64);
+                    (
+                        slice(&rows, skip, end.saturating_sub(offset)).to_vec(),
+                        total,
+                    )
                 }
-                Values::Fixed { .. } => Vec::new(),
+                Values::Fixed { .. } => (Vec::new(), 0),
             }),
-            FiloFile::Validity => self.with_decoded(c, |d| d.validity.clone()),
+            FiloFile::Validity => self.with_decoded(c, |d| part(&d.validity)),
             FiloFile::Timezone => self.with_decoded(c, |d| {
-                d.timezone
-                    .as_ref()
-                    .map(|z| z.iter().map(|&q| q as u8).collect())
-                    .unwrap_or_default()
+                let zones = d.timezone.as_deref().unwrap_or_default();
+                let total = zones.len() as u64;
+                let from = offset.min(total) as usize;
+                let to = offset.saturating_add(len).min(total) as usize;
+                (zones[from..to].iter().map(|&q| q as u8).collect(), total)
             }),
             FiloFile::Npy => {
-                let mut out = npy::header(datatype(column.column_type), 1, self.rows());
-                out.extend(self.read_values(c, 0, u64::MAX)?);
-                Ok(out)
+                let header = npy::header(datatype(column.column_type), 1, self.rows());
+                let h = header.len() as u64;
+                let values_len = self.file_size(c, FiloFile::Values)?;
+                let end = offset.saturating_add(len).min(h + values_len);
+                let mut out = slice(&header, offset, len).to_vec();
+                if end > h {
+                    let from = offset.max(h) - h;
+                    out.extend(self.read_values(c, from, end - h - from)?);
+                }
+                Ok((out, h + values_len))
             }
             FiloFile::Text => {
                 let item = self.cache.get_or_load(Key::Text(c), || {
                     self.with_decoded(c, |d| Item::Bytes(render_text(d, column.column_type)))
                 })?;
                 match &*item {
-                    Item::Bytes(b) => Ok(b.clone()),
+                    Item::Bytes(b) => Ok(part(b)),
                     Item::Column(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
                 }
             }
@@ -272,8 +294,9 @@ impl FiloView {
     fn read_values(&self, c: usize, offset: u64, len: u64) -> Result<Vec<u8>> {
         let column = self.column(c)?;
         if column.column_type.elem_size().is_none() {
-            let all = self.built(c, FiloFile::Values)?;
-            return Ok(slice(&all, offset, len).to_vec());
+            return self
+                .built(c, FiloFile::Values, offset, len)
+                .map(|(bytes, _)| bytes);
         }
         let chunk = self.chunk(c)?;
         let Item::Bytes(bytes) = &*chunk else {
@@ -336,13 +359,15 @@ impl FiloView {
         let column = self.column(c)?;
         let rows = self.rows();
         Ok(match (file, column.column_type.elem_size()) {
-            (FiloFile::Values, Some(size)) => rows * size as u64,
+            // The manifest's row count is only a claim: sizes saturate, reads check it.
+            (FiloFile::Values, Some(size)) => rows.saturating_mul(size as u64),
             (FiloFile::Npy, Some(size)) => {
-                npy::header(datatype(column.column_type), 1, rows).len() as u64 + rows * size as u64
+                (npy::header(datatype(column.column_type), 1, rows).len() as u64)
+                    .saturating_add(rows.saturating_mul(size as u64))
             }
             (FiloFile::Validity | FiloFile::Timezone, _) => rows,
-            (FiloFile::Offsets, _) => rows * 8,
-            _ => self.built(c, file)?.len() as u64,
+            (FiloFile::Offsets, _) => rows.saturating_mul(8),
+            _ => self.built(c, file, 0, 0)?.1,
         })
     }
 }
@@ -445,7 +470,7 @@ impl FileTree for FiloView {
             Node::FiloJson => Ok(slice(&self.fragment_json()?, offset, len).to_vec()),
             Node::FiloFile(c, FiloFile::Values) => self.read_values(c, offset, len),
             Node::FiloFile(c, f) if f.applies_to(self.column(c)?.column_type) => {
-                Ok(slice(&self.built(c, f)?, offset, len).to_vec())
+                self.built(c, f, offset, len).map(|(bytes, _)| bytes)
             }
             n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
             other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
