@@ -21,7 +21,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-20}
 SHARED=${FRAGFS_SHARED_CORPUS:-$ROOT/../shared/corpus/tiledb}
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(generic_tile schema fragment_metadata filters chunk_pipeline)
+    TARGETS=(generic_tile schema fragment_metadata filters chunk_pipeline filo)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then

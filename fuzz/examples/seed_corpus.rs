@@ -47,6 +47,9 @@ fn main() {
             eprintln!("seed_corpus: skipping {}: {e}", array.display());
         }
     }
+    for root in roots {
+        seed_filo(root, &mut seeds);
+    }
     for (target, inputs) in &seeds.0 {
         let dir = out.join(target);
         std::fs::create_dir_all(&dir).expect("create the corpus folder");
@@ -353,4 +356,29 @@ fn serialize_pipeline(p: &FilterPipeline) -> Vec<u8> {
         out.extend(o);
     }
     out
+}
+
+/// Every `.filo` chunk below `dir`, once per column type (the `filo` target's first byte
+/// picks it; with the top bit, the pre-0.3.2 writer).
+fn seed_filo(dir: &Path, seeds: &mut Seeds) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            seed_filo(&path, seeds);
+        } else if path.extension().is_some_and(|e| e == "filo") {
+            let Ok(chunk) = std::fs::read(&path) else {
+                continue;
+            };
+            for pick in 0..fragfs::filo::ColumnType::ALL.len() as u8 {
+                for version in [0, 0x80] {
+                    let mut input = vec![pick | version];
+                    input.extend(&chunk);
+                    seeds.add("filo", input);
+                }
+            }
+        }
+    }
 }

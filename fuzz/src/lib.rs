@@ -289,3 +289,42 @@ impl Drop for TempFile {
         let _ = std::fs::remove_file(&self.path);
     }
 }
+
+/// Most rows of a fixed layout walked one by one (a ConstVector can claim 2³¹ rows).
+const MAX_FILO_ROWS: u64 = 4096;
+
+/// `filo`: a Filo chunk behind one byte that picks the column type (low bits) and the
+/// writer version (top bit). The chunk is decoded whole, row by row through its fixed
+/// layout, and also read as a fragment manifest.
+pub fn filo(data: &[u8]) {
+    use fragfs::filo::{
+        decode_vector_with, fixed_layout_with, parse_manifest, ColumnType, DecodeOptions,
+        FormatVersion,
+    };
+    let Some((&pick, chunk)) = data.split_first() else {
+        return;
+    };
+    let column_type = ColumnType::ALL[usize::from(pick & 0x7f) % ColumnType::ALL.len()];
+    let options = DecodeOptions {
+        version: if pick & 0x80 == 0 {
+            FormatVersion::Filo03
+        } else {
+            FormatVersion::Filo030
+        },
+        // Inside the fuzzers' 512 MiB allocation limit, as the budget must keep it.
+        max_decoded_bytes: 64 << 20,
+    };
+    let _ = decode_vector_with(chunk, column_type, &options);
+    if let Ok(Some(layout)) = fixed_layout_with(chunk, column_type, &options) {
+        for row in 0..layout.rows().min(MAX_FILO_ROWS) {
+            let _ = (
+                layout.is_valid(row),
+                layout.row_bytes(row),
+                layout.timezone(row),
+            );
+        }
+        let mut window = [0u8; 61];
+        let _ = layout.read_values_at(layout.values_len() / 2, &mut window);
+    }
+    let _ = parse_manifest(chunk);
+}
