@@ -107,3 +107,11 @@ fn filters() {
 fn chunk_pipeline() {
     replay("chunk_pipeline", harness::chunk_pipeline);
 }
+
+/// Not fuzzer findings but the same guard: Filo chunks whose counts claim gigabytes (a
+/// ConstVector of 2³¹ − 1 rows, an LZ4 frame of 4 GiB) are refused or served lazily,
+/// never allocated.
+#[test]
+fn filo() {
+    replay("filo", harness::filo);
+}
