@@ -37,25 +37,6 @@ fn repo_fixtures_match_tiledb() {
 const CORPUS_ARRAYS: usize = 525;
 const CORPUS_VERSIONS: std::ops::RangeInclusive<u32> = 2..=22;
 
-/// The shared corpus, or `None` (test skipped) when it is absent. CI sets
-/// `FRAGFS_REQUIRE_CORPUS=1`, where an absent corpus is a failure.
-fn corpus_or_skip() -> Option<std::path::PathBuf> {
-    let corpus = shared_corpus();
-    if corpus.is_dir() {
-        return Some(corpus);
-    }
-    assert!(
-        std::env::var_os("FRAGFS_REQUIRE_CORPUS").is_none(),
-        "FRAGFS_REQUIRE_CORPUS is set but {} is absent",
-        corpus.display()
-    );
-    println!(
-        "SKIP: {} is absent (the shared corpus lives beside the repo)",
-        corpus.display()
-    );
-    None
-}
-
 /// `(version, array, expected)` for every array of the corpus.
 fn corpus_arrays(corpus: &std::path::Path) -> Vec<(u32, std::path::PathBuf, serde_json::Value)> {
     let mut out = Vec::new();
@@ -79,7 +60,7 @@ fn corpus_arrays(corpus: &std::path::Path) -> Vec<(u32, std::path::PathBuf, serd
 
 #[test]
 fn shared_corpus_matches_tiledb() {
-    let Some(corpus) = corpus_or_skip() else {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
     };
     let mut report: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
@@ -125,7 +106,7 @@ fn shared_corpus_matches_tiledb() {
 
 #[test]
 fn shared_corpus_tree_lists_and_renders() {
-    let Some(corpus) = corpus_or_skip() else {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
     };
     let mut failures = Vec::new();

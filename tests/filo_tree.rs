@@ -207,14 +207,9 @@ fn repo_fixtures_read_exactly_through_the_tree_and_a_mount() {
 
 #[test]
 fn shared_samples_read_exactly_through_the_tree_and_a_mount() {
-    let dir = repo().join("../shared/corpus/filo");
-    if !dir.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            dir.display()
-        );
+    let Some(dir) = shared_or_skip(repo().join("../shared/corpus/filo")) else {
         return;
-    }
+    };
     assert_eq!(check_samples(&dir), 42);
 }
 

@@ -6,13 +6,6 @@ mod common;
 use common::*;
 use fragfs::view::Node;
 
-fn fixture(name: &str) -> (std::path::PathBuf, serde_json::Value) {
-    expected_files(&fixtures())
-        .into_iter()
-        .find(|(a, _)| a.ends_with(name))
-        .unwrap_or_else(|| panic!("fixture {name} missing"))
-}
-
 #[test]
 fn opening_and_listing_fragments_parse_no_fragment_metadata() {
     let (array, expected) = fixture("consolidated");

@@ -115,14 +115,9 @@ fn every_fixture_reads_through_the_mount_as_through_cat_and_as_tiledb_wrote_it()
 
 #[test]
 fn shared_corpus_reads_byte_exact_through_the_mount() {
-    let corpus = shared_corpus();
-    if !corpus.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            corpus.display()
-        );
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
-    }
+    };
     if !fuse_available("shared corpus through the mount") {
         return;
     }
@@ -181,10 +176,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     if !fuse_available("ls -lR") {
         return;
     }
-    let (array, expected) = expected_files(&fixtures())
-        .into_iter()
-        .find(|(a, _)| a.ends_with("sparse_var_nullable"))
-        .unwrap();
+    let (array, expected) = fixture("sparse_var_nullable");
     let m = InProcess::new(&array, &expected, 64 << 20, 2);
     let files = view_files(&m.view);
     let size_of = |f: &str| m.view.size(m.view.resolve(f).unwrap()).unwrap();
@@ -290,10 +282,7 @@ fn thirty_two_threads_reading_random_ranges_of_every_file_get_exact_bytes() {
     if !fuse_available("32 threads") {
         return;
     }
-    let (array, expected) = expected_files(&fixtures())
-        .into_iter()
-        .find(|(a, _)| a.ends_with("dense_basic"))
-        .unwrap();
+    let (array, expected) = fixture("dense_basic");
     // A cache far smaller than the data, so threads evict each other's chunks.
     let m = InProcess::new(&array, &expected, 48 << 10, 4);
     let reference = open_view(&array, &expected).unwrap();
@@ -542,10 +531,7 @@ fn odd_names_are_shown_as_written_except_what_a_file_name_cannot_hold() {
     if !fuse_available("names") {
         return;
     }
-    let (array, expected) = expected_files(&fixtures())
-        .into_iter()
-        .find(|(a, _)| a.ends_with("odd_names"))
-        .unwrap();
+    let (array, expected) = fixture("odd_names");
     let m = InProcess::new(&array, &expected, 1 << 20, 2);
     let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
     let folder = m

@@ -51,14 +51,9 @@ fn fixtures_npy_txt_and_csv_match_tiledb() {
 
 #[test]
 fn shared_corpus_npy_txt_and_csv_match_tiledb() {
-    let corpus = shared_corpus();
-    if !corpus.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            corpus.display()
-        );
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
-    }
+    };
     if !fuse_available("text files") {
         return;
     }

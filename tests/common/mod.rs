@@ -478,3 +478,29 @@ pub fn python_with(module: &str) -> Option<String> {
     println!("SKIP: {reason}");
     None
 }
+
+/// `dir` (a part of `../shared`) when it exists; otherwise `None`, with a printed SKIP.
+/// CI sets `FRAGFS_REQUIRE_CORPUS=1`, where an absent folder is a failure instead.
+pub fn shared_or_skip(dir: PathBuf) -> Option<PathBuf> {
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("FRAGFS_REQUIRE_CORPUS").is_none(),
+        "FRAGFS_REQUIRE_CORPUS is set but {} is absent",
+        dir.display()
+    );
+    println!(
+        "SKIP: {} is absent (the shared corpus lives beside the repo)",
+        dir.display()
+    );
+    None
+}
+
+/// The repo fixture `name` and its expected JSON.
+pub fn fixture(name: &str) -> (PathBuf, Value) {
+    expected_files(&fixtures())
+        .into_iter()
+        .find(|(a, _)| a.ends_with(name))
+        .unwrap_or_else(|| panic!("fixture {name} missing"))
+}
