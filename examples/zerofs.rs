@@ -238,8 +238,13 @@ fn main() -> ExitCode {
         allow_root: false,
         auto_unmount: false,
         threads: args.threads,
+        read_ahead: fragfs::fuse::DEFAULT_READ_AHEAD,
         exit_on_unmount: false,
     });
+    let mountpoint = args
+        .mountpoint
+        .canonicalize()
+        .unwrap_or(args.mountpoint.clone());
     let session = match Session::new(fs, &args.mountpoint, &config) {
         Ok(s) => s,
         Err(e) => {
@@ -247,6 +252,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The kernel read-ahead fragfs sets on its mounts (as root; else both keep 128K).
+    if let Err(e) =
+        fragfs::mount::set_kernel_read_ahead(&mountpoint, fragfs::fuse::DEFAULT_READ_AHEAD)
+    {
+        eprintln!("zerofs: kernel read-ahead left at its default: {e}");
+    }
     // `run` returns once the mount point is unmounted.
     if let Err(e) = session.run() {
         eprintln!("zerofs: {e}");

@@ -105,12 +105,16 @@ pub enum Command {
         /// ro, which is always on).
         #[arg(short = 'o', value_name = "OPTIONS", value_delimiter = ',')]
         options: Vec<String>,
-        /// Threads serving requests (and as many decoding ahead); default: the cores.
+        /// Threads serving requests (and as many reading ahead); default: the cores.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
         /// Bound of the decoded-chunk cache: bytes, or with K, M, G (powers of 1024).
         #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
         cache_size: u64,
+        /// How far the kernel reads ahead of sequential readers of the mount (set when
+        /// mounting as root; others keep the kernel's 128K); 0 leaves the default.
+        #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
+        read_ahead: u64,
     },
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
     Umount { mountpoint: PathBuf },
@@ -184,6 +188,7 @@ fn helper_arguments(args: &[OsString]) -> Result<Option<Vec<OsString>>, String> 
                         }
                         "cache_size" => out.extend(["--cache-size".into(), value.into()]),
                         "threads" => out.extend(["--threads".into(), value.into()]),
+                        "read_ahead" => out.extend(["--read-ahead".into(), value.into()]),
                         "log_file" => out.extend(["--log-file".into(), value.into()]),
                         "encryption_key" => out.extend(["--encryption-key".into(), value.into()]),
                         "verbose" => out.push("-v".into()),

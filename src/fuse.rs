@@ -33,8 +33,16 @@ const TTL: Duration = Duration::from_secs(3600);
 /// The list of fragments (and the array-level files) can change when TileDB writes,
 /// consolidates or vacuums: the kernel asks again after the view's refresh interval.
 const CHANGING_TTL: Duration = crate::view::REFRESH_INTERVAL;
+/// The kernel read-ahead `fragfs mount` sets by default (`--read-ahead`): enough for
+/// several requests in flight, so every serving thread has work.
+pub const DEFAULT_READ_AHEAD: u64 = 1 << 20;
+
+/// How far from the end of the previous read a read may start and still continue a
+/// sequential stream.
+const STREAM_SLACK: u64 = 2 << 20;
+
 /// Bytes decoded ahead of a sequential reader.
-const READ_AHEAD: u64 = 4 << 20;
+const READ_AHEAD: u64 = 32 << 20;
 /// `st_blksize`: tools like `cat` size their reads by it.
 const BLOCK_SIZE: u32 = 128 << 10;
 
@@ -47,8 +55,11 @@ pub struct MountConfig {
     pub allow_root: bool,
     /// Unmount when the daemon dies (needs `fusermount3`, as FUSE implements it there).
     pub auto_unmount: bool,
-    /// Threads serving requests, and as many decoding ahead.
+    /// Threads serving requests, and as many reading ahead.
     pub threads: usize,
+    /// How far the kernel reads ahead of a sequential reader, in bytes, when fragfs may
+    /// set it (root); 0 leaves the kernel's default.
+    pub read_ahead: u64,
     /// End the process as soon as the kernel lets the mount go. fuser's own cleanup
     /// would then unmount the mount point again, by path: after `fragfs umount` that
     /// path may already hold a new mount, which it would take down. Daemons set this;
@@ -144,16 +155,19 @@ impl FragFs {
         self.handles.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Notes a read on an open file; on a sequential one, asks for the bytes after it.
-    fn after_read(&self, fh: u64, offset: u64, len: u64, size: u64) {
+    /// Follows each open file's stream of reads; a sequential one gets its next bytes
+    /// prepared ahead, in large steps.
+    fn read_ahead(&self, fh: u64, offset: u64, len: u64, size: u64) {
         let end = offset.saturating_add(len).min(size);
         let hint = {
             let mut handles = self.handles();
             let Some(h) = handles.get_mut(&fh) else {
                 return;
             };
-            let sequential = offset == h.next || offset == 0;
-            h.next = end;
+            // The kernel's read-ahead requests reach several threads and may finish out
+            // of order: a read near where the stream is counts as sequential.
+            let sequential = offset == 0 || offset.abs_diff(h.next) <= STREAM_SLACK;
+            h.next = if sequential { h.next.max(end) } else { end };
             if !sequential || end >= size {
                 None
             } else {
@@ -171,6 +185,15 @@ impl FragFs {
         }
     }
 }
+
+thread_local! {
+    /// Each FUSE thread assembles its replies in one buffer that lives as long as the
+    /// thread: fresh memory for every reply costs page faults that show in throughput.
+    static REPLY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A reply buffer grown beyond this (a rare huge read) is not kept.
+const REPLY_KEEP: usize = 4 << 20;
 
 /// How long the kernel may keep an entry or attributes of `node`.
 fn ttl(view: &dyn FileTree, node: Node) -> Duration {
@@ -307,15 +330,20 @@ impl Filesystem for FragFs {
             Ok(n) => n,
             Err(e) => return reply.error(e),
         };
-        match self.view.read_at(node, offset, u64::from(size)) {
-            Ok(bytes) => {
-                reply.data(&bytes);
-                if let Ok(file_size) = self.view.size(node) {
-                    self.after_read(fh.0, offset, u64::from(size), file_size);
-                }
-            }
-            Err(e) => reply.error(errno(&e, node, &format!("read at {offset}"))),
+        // Read-ahead is asked for first, so the disk works while this read decodes.
+        if let Ok(file_size) = self.view.size(node) {
+            self.read_ahead(fh.0, offset, u64::from(size), file_size);
         }
+        REPLY.with_borrow_mut(|buf| {
+            buf.clear();
+            match self.view.read_into(node, offset, u64::from(size), buf) {
+                Ok(()) => reply.data(buf),
+                Err(e) => reply.error(errno(&e, node, &format!("read at {offset}"))),
+            }
+            if buf.capacity() > REPLY_KEEP {
+                *buf = Vec::new();
+            }
+        });
     }
 
     fn release(

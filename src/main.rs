@@ -104,6 +104,7 @@ fn run(command: Command) -> Result<()> {
             options,
             threads,
             cache_size,
+            read_ahead,
         } => {
             let key = array.encryption_key.as_deref().map(parse_key).transpose()?;
             let threads = threads
@@ -114,6 +115,7 @@ fn run(command: Command) -> Result<()> {
                 allow_root: false,
                 auto_unmount: false,
                 threads,
+                read_ahead,
                 exit_on_unmount: true,
             };
             for option in options.iter().map(|o| o.trim()) {

@@ -47,6 +47,14 @@ impl DataFile {
     /// Reads exactly `len` bytes at `offset`; a range past the end is an error naming
     /// the file, never a short read.
     pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Appends exactly `len` bytes at `offset` to `out`, with the checks of `read`: how
+    /// the serving path reads unfiltered chunks straight into a reply.
+    pub fn read_into(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         let end = offset.checked_add(len);
         if end.is_none_or(|end| end > self.len) {
             return Err(Error::corrupt(
@@ -58,11 +66,41 @@ impl DataFile {
                 ),
             ));
         }
-        let mut buf = vec![0u8; len as usize];
+        let start = out.len();
+        out.resize(start + len as usize, 0);
         self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(&self.path, e))?;
-        Ok(buf)
+            .read_exact_at(&mut out[start..], offset)
+            .map_err(|e| {
+                out.truncate(start);
+                Error::io(&self.path, e)
+            })
+    }
+
+    /// Asks the kernel to read `[offset, offset + len)` into the page cache in the
+    /// background. Only a hint: a failure changes nothing but speed.
+    pub fn advise_will_need(&self, offset: u64, len: u64) {
+        // Linux reads at most the device's read-ahead size per call and drops the rest,
+        // so a long range is asked for in pieces.
+        const PIECE: u64 = 2 << 20;
+        let end = offset.saturating_add(len).min(self.len);
+        let mut at = offset;
+        while at < end {
+            let n = PIECE.min(end - at);
+            let (Ok(o), Ok(l)) = (i64::try_from(at), i64::try_from(n)) else {
+                return;
+            };
+            // SAFETY: posix_fadvise reads no memory of ours; it takes an open descriptor
+            // that `self.file` owns for the whole call, and two integers.
+            let _ = unsafe {
+                libc::posix_fadvise(
+                    std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                    o,
+                    l,
+                    libc::POSIX_FADV_WILLNEED,
+                )
+            };
+            at += n;
+        }
     }
 
     /// The whole file.

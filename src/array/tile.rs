@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::filter::{unfilter_chunk, unfilter_string_chunk, ChunkContext, StringChunk};
+use crate::filter::{
+    unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext, StringChunk,
+};
 use crate::format::chunked::{parse_chunk_count, parse_chunk_header, Chunk, CHUNK_HEADER_LEN};
 use crate::format::{Datatype, Filter, FilterPipeline};
 
@@ -253,6 +255,42 @@ impl TileFile {
         let (md, data) = bytes.split_at(md_len.min(bytes.len()));
         unfilter_chunk(&self.pipeline, &self.ctx, md, data, chunk.unfiltered_len)
             .map_err(|e| Error::filter(what, e))
+    }
+
+    /// Appends chunk `i` of tile `k`, un-filtered, to `out`. Unfiltered chunks are read
+    /// straight into it: serving a plain tile then costs one copy out of the page cache.
+    pub fn decode_chunk_into(
+        &self,
+        file: &DataFile,
+        k: u64,
+        i: usize,
+        chunk: &Chunk,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        if self.pipeline.filters.is_empty() && chunk.metadata_len == 0 {
+            let span = chunk.metadata_range().start..chunk.end();
+            if span.end - span.start == u64::from(chunk.unfiltered_len) {
+                let what = || format!("{}, chunk {i}", self.tile_context(k));
+                return file
+                    .read_into(span.start, span.end - span.start, out)
+                    .map_err(|e| match e {
+                        Error::Corrupt { reason, .. } => Error::corrupt(what(), reason),
+                        e => e,
+                    });
+            }
+        }
+        let what = format!("{}, chunk {i}", self.tile_context(k));
+        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+        let (md, data) = bytes.split_at(md_len.min(bytes.len()));
+        unfilter_chunk_into(
+            &self.pipeline,
+            &self.ctx,
+            md,
+            data,
+            chunk.unfiltered_len,
+            out,
+        )
+        .map_err(|e| Error::filter(what, e))
     }
 
     /// Un-filters chunk `i` of a var tile whose offsets are embedded (string mode).

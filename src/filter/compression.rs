@@ -44,6 +44,25 @@ pub(crate) fn reverse(
     data: &[u8],
     limit: usize,
 ) -> Result<Step, FilterError> {
+    let mut new_data = Vec::new();
+    let new_md = reverse_into(filter, codec, md, data, limit, &mut new_data)?;
+    Ok(Step {
+        md: Md::New(new_md),
+        data: Some(new_data),
+    })
+}
+
+/// `reverse`, appending the decompressed data parts to `out` (the filter that runs last
+/// decompresses straight into a reply) and returning the decompressed metadata. On an
+/// error `out` may hold part of the output.
+pub(crate) fn reverse_into(
+    filter: &'static str,
+    codec: Codec,
+    md: &[u8],
+    data: &[u8],
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<Vec<u8>, FilterError> {
     let mut r = Reader::new(md);
     let md_parts = r.u32("metadata part count").for_filter(filter)?;
     let data_parts = r.u32("data part count").for_filter(filter)?;
@@ -79,80 +98,101 @@ pub(crate) fn reverse(
 
     let (md_headers, data_headers) = headers.split_at(md_parts as usize);
     let mut rest = data;
-    let mut decode_all = |headers: &[PartHeader], kind: &str| -> Result<Vec<u8>, FilterError> {
-        // Grown as parts decode, not sized by the header: its sizes are only claims, and
-        // a few bytes of header could otherwise reserve gigabytes.
-        let mut out = Vec::new();
-        for (i, h) in headers.iter().enumerate() {
-            let (input, tail) = rest
-                .split_at_checked(h.compressed)
-                .ok_or_else(|| corrupt(filter, format!("{kind} part {i} extends past the data")))?;
-            rest = tail;
-            let part = decompress(codec, input, h.uncompressed)
-                .map_err(|e| corrupt(filter, format!("{kind} part {i}: {e}")))?;
-            if part.len() != h.uncompressed {
-                return Err(corrupt(
-                    filter,
-                    format!(
-                        "{kind} part {i} decompressed to {} bytes, header says {}",
-                        part.len(),
-                        h.uncompressed
-                    ),
-                ));
+    let mut decode_all =
+        |headers: &[PartHeader], kind: &str, out: &mut Vec<u8>| -> Result<(), FilterError> {
+            for (i, h) in headers.iter().enumerate() {
+                let (input, tail) = rest.split_at_checked(h.compressed).ok_or_else(|| {
+                    corrupt(filter, format!("{kind} part {i} extends past the data"))
+                })?;
+                rest = tail;
+                let start = out.len();
+                decompress_into(codec, input, h.uncompressed, out)
+                    .map_err(|e| corrupt(filter, format!("{kind} part {i}: {e}")))?;
+                let got = out.len() - start;
+                if got != h.uncompressed {
+                    return Err(corrupt(
+                        filter,
+                        format!(
+                            "{kind} part {i} decompressed to {got} bytes, header says {}",
+                            h.uncompressed
+                        ),
+                    ));
+                }
             }
-            out.extend_from_slice(&part);
-        }
-        Ok(out)
-    };
-    let new_md = decode_all(md_headers, "metadata")?;
-    let new_data = decode_all(data_headers, "data")?;
-    Ok(Step {
-        md: Md::New(new_md),
-        data: Some(new_data),
-    })
+            Ok(())
+        };
+    // Grown as parts decode, not sized by the header: its sizes are only claims, and a
+    // few bytes of header could otherwise reserve gigabytes.
+    let mut new_md = Vec::new();
+    decode_all(md_headers, "metadata", &mut new_md)?;
+    decode_all(data_headers, "data", out)?;
+    Ok(new_md)
 }
 
 /// What a decoder reserves before it has output: a whole chunk of TileDB's
 /// default size (64 KiB) and then some, so real chunks rarely need to grow the buffer.
 const PREALLOCATE_AT_MOST: usize = 1 << 20;
 
-/// Decompresses one part into at most `expected` bytes (plus one, so an over-long
-/// stream is detected rather than silently cut).
-fn decompress(codec: Codec, input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+/// Appends one decompressed part to `out`: at most `expected` bytes (plus one, so an
+/// over-long stream is detected rather than silently cut).
+fn decompress_into(
+    codec: Codec,
+    input: &[u8],
+    expected: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     if input.is_empty() && expected == 0 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     match codec {
         // GZIP is a zlib stream (RFC 1950), not a gzip file.
-        Codec::Gzip => read_bounded(flate2::read::ZlibDecoder::new(input), expected),
-        Codec::Zstd => decompress_zstd(input, expected),
+        Codec::Gzip => read_bounded(flate2::read::ZlibDecoder::new(input), expected, out),
+        Codec::Zstd => decompress_zstd(input, expected, out),
         Codec::Lz4 => {
             // A raw LZ4 block: no frame, no size prefix; the size comes from our header.
-            // The output buffer is allocated first, so check the claim against the most a
-            // block can expand to: each input byte yields at most 255 output bytes (a
-            // match-length byte of 255).
+            // The output is sized first, so check the claim against the most a block can
+            // expand to: each input byte yields at most 255 output bytes (a match-length
+            // byte of 255).
             if expected > input.len().saturating_mul(255) {
                 return Err(format!(
                     "{} bytes of LZ4 cannot expand to the {expected} the header says",
                     input.len()
                 ));
             }
-            let mut out = vec![0u8; expected];
-            let n = lz4_flex::block::decompress_into(input, &mut out).map_err(|e| e.to_string())?;
-            out.truncate(n);
-            Ok(out)
+            let start = out.len();
+            out.resize(start + expected, 0);
+            match lz4_flex::block::decompress_into(input, &mut out[start..]) {
+                Ok(n) => {
+                    out.truncate(start + n);
+                    Ok(())
+                }
+                Err(e) => {
+                    out.truncate(start);
+                    Err(e.to_string())
+                }
+            }
         }
-        Codec::Bzip2 => read_bounded(bzip2::read::BzDecoder::new(input), expected),
-        Codec::Rle { value_size } => rle::decode(input, value_size, expected),
-        Codec::DoubleDelta { width } => double_delta::decode(input, width, expected),
-        Codec::Delta { width } => delta::decode(input, width, expected),
+        Codec::Bzip2 => read_bounded(bzip2::read::BzDecoder::new(input), expected, out),
+        Codec::Rle { value_size } => {
+            out.extend_from_slice(&rle::decode(input, value_size, expected)?);
+            Ok(())
+        }
+        Codec::DoubleDelta { width } => {
+            out.extend_from_slice(&double_delta::decode(input, width, expected)?);
+            Ok(())
+        }
+        Codec::Delta { width } => {
+            out.extend_from_slice(&delta::decode(input, width, expected)?);
+            Ok(())
+        }
     }
 }
 
 /// zstd's one-shot decoder writes into a buffer of fixed capacity, and `expected` is only
 /// the header's claim: start small and double while zstd reports the buffer too small,
 /// so memory follows the real output. An over-long frame still fails at `expected`.
-fn decompress_zstd(input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+/// The output goes straight into `out`'s spare capacity, after what it holds.
+fn decompress_zstd(input: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<(), String> {
     use zstd::zstd_safe::{self, zstd_sys::ZSTD_ErrorCode};
     // zstd returns error `e` as `-e` in a `size_t`.
     const TOO_SMALL: usize = (ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall as usize).wrapping_neg();
@@ -164,15 +204,23 @@ fn decompress_zstd(input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
     }
     DCTX.with(|dctx| {
         let mut dctx = dctx.borrow_mut();
-        let mut capacity = expected.min(PREALLOCATE_AT_MOST);
+        let start = out.len();
+        let mut room = expected.min(PREALLOCATE_AT_MOST);
         loop {
-            let mut out = Vec::with_capacity(capacity);
-            match dctx.decompress(&mut out, input) {
-                Ok(_) => return Ok(out),
-                Err(TOO_SMALL) if capacity < expected => {
-                    capacity = capacity.saturating_mul(2).min(expected);
+            out.reserve(room);
+            // Writes into the spare capacity after `start`, and sets the length to what
+            // zstd wrote there.
+            let mut cursor = std::io::Cursor::new(&mut *out);
+            cursor.set_position(start as u64);
+            let result = dctx.decompress(&mut cursor, input);
+            match result {
+                Ok(_) => return Ok(()),
+                Err(TOO_SMALL) if room < expected => {
+                    out.truncate(start);
+                    room = room.saturating_mul(2).min(expected);
                 }
                 Err(code) => {
+                    out.truncate(start);
                     // A failed frame can leave the context mid-stream: start afresh.
                     let _ = dctx.reset(zstd_safe::ResetDirective::SessionAndParameters);
                     return Err(zstd_safe::get_error_name(code).to_string());
@@ -182,15 +230,20 @@ fn decompress_zstd(input: &[u8], expected: usize) -> Result<Vec<u8>, String> {
     })
 }
 
-/// Reads at most `expected + 1` bytes. The buffer grows with the output instead of being
-/// reserved up front: `expected` is the header's claim, and a stream may end far sooner.
-fn read_bounded(reader: impl Read, expected: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(expected.min(PREALLOCATE_AT_MOST));
+/// Appends at most `expected + 1` bytes. The buffer grows with the output instead of
+/// being reserved up front: `expected` is the header's claim, and a stream may end far
+/// sooner.
+fn read_bounded(reader: impl Read, expected: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    out.reserve(expected.min(PREALLOCATE_AT_MOST));
+    let start = out.len();
     reader
         .take(expected as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+        .read_to_end(out)
+        .map_err(|e| {
+            out.truncate(start);
+            e.to_string()
+        })?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -28,4 +28,6 @@ mod xor;
 mod test_support;
 
 pub use error::FilterError;
-pub use pipeline::{unfilter_chunk, unfilter_string_chunk, ChunkContext, StringChunk};
+pub use pipeline::{
+    unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext, StringChunk,
+};

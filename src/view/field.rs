@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
 use crate::array::fragment::{FragmentMeta, TileList, METADATA_FILE};
+use crate::array::storage::DataFile;
 use crate::array::tile::{FileRole, TileChunks, TileFile};
 use crate::error::{Error, Result};
 use crate::filter::StringChunk;
@@ -170,26 +171,27 @@ impl FieldReader<'_> {
 
     /// Reads `[offset, offset + len)` of a virtual file (clipped to its size).
     pub fn read(&self, file: RawFile, offset: u64, len: u64) -> Result<Vec<u8>> {
-        self.read_or_warm(file, offset, len, true)
+        let mut out = Vec::new();
+        self.read_into(file, offset, len, &mut out)?;
+        Ok(out)
     }
 
-    /// Decodes into the cache the chunks that `read` of the same range would need,
-    /// without assembling the bytes: what read-ahead does.
-    pub fn warm(&self, file: RawFile, offset: u64, len: u64) -> Result<()> {
-        self.read_or_warm(file, offset, len, false).map(|_| ())
-    }
-
-    fn read_or_warm(&self, file: RawFile, offset: u64, len: u64, copy: bool) -> Result<Vec<u8>> {
+    /// Appends `[offset, offset + len)` of a virtual file (clipped to its size) to `out`.
+    /// Chunks the range covers whole and the cache does not hold are un-filtered straight
+    /// into `out` and not cached: a sequential reader never reads them again (the
+    /// kernel keeps the pages), so caching them would only cost a copy and fresh memory.
+    pub fn read_into(&self, file: RawFile, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         let size = self.size(file)?;
         let end = offset.saturating_add(len).min(size);
         if offset >= end {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if !self.field.stored {
-            return self.synthesized(offset, end);
+            out.extend_from_slice(&self.synthesized(offset, end)?);
+            return Ok(());
         }
-        // Plain tiles go straight from the cached chunks into the output (or only into
-        // the cache); the others (offsets, strings, legacy coordinates) are assembled.
+        // Plain tiles go straight from their chunks into the output; the others (offsets,
+        // strings, legacy coordinates) are assembled.
         let direct_role = match file {
             RawFile::Validity => Some(FileRole::Validity),
             RawFile::Values if !self.field.is_var() && self.field.coords.is_none() => {
@@ -197,53 +199,94 @@ impl FieldReader<'_> {
             }
             _ => None,
         };
-        let var_starts = if file == RawFile::Values && self.field.is_var() {
-            Some(self.var_starts()?)
-        } else {
-            None
-        };
+        let var_starts = self.var_starts_of(file)?;
         // Reserved up to a bound, then grown as tiles really decode: the size comes from
         // metadata, and a lying var size (a "1 TiB tile") must fail on its chunks, not
         // reserve a terabyte first.
-        let reserve = if copy { (end - offset) as usize } else { 0 };
-        let mut out = Vec::with_capacity(reserve.min(READ_RESERVE));
+        out.reserve(((end - offset) as usize).min(READ_RESERVE));
         let mut pos = offset;
         while pos < end {
-            let (k, tile_start, tile_end) = match &var_starts {
-                Some(starts) => {
-                    // Last tile whose start is <= pos (skipping empty tiles).
-                    let k = starts.partition_point(|&s| s <= pos).saturating_sub(1);
-                    (k as u64, starts[k], starts[k + 1])
-                }
-                None => {
-                    let stride = self.uniform_tile_len(file).max(1);
-                    let k = (pos / stride).min(self.meta.tile_count.saturating_sub(1));
-                    let start = k * stride;
-                    let tile_len =
-                        self.meta.tile_cells(k) * (stride / self.meta.cells_per_tile.max(1));
-                    (k, start, start + tile_len)
-                }
-            };
-            if tile_end <= pos {
-                return Err(Error::corrupt(
-                    self.meta.context(),
-                    format!("no tile holds byte {pos} of {}", file.name()),
-                ));
-            }
+            let (k, tile_start, tile_end) = self.tile_at(file, pos, var_starts.as_deref())?;
             let a = pos - tile_start;
             let b = end.min(tile_end) - tile_start;
             match direct_role {
-                Some(role) => self.tile_bytes_into(role, k, a, b, copy.then_some(&mut out))?,
+                Some(role) => self.tile_bytes_into(role, k, a, b, out)?,
                 None => {
-                    let bytes = self.tile_range(file, k, a, b, var_starts.as_deref())?;
-                    if copy {
-                        out.extend_from_slice(&bytes);
-                    }
+                    out.extend_from_slice(&self.tile_range(file, k, a, b, var_starts.as_deref())?)
                 }
             }
             pos = tile_start + b;
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Asks the kernel to read from disk, in the background, the stored tiles that a
+    /// read of `[offset, offset + len)` will need: read-ahead for a sequential reader,
+    /// so its chunks come from the page cache when it gets there.
+    pub fn read_ahead(&self, file: RawFile, offset: u64, len: u64) -> Result<()> {
+        let end = offset.saturating_add(len).min(self.size(file)?);
+        if offset >= end || !self.field.stored {
+            return Ok(());
+        }
+        let var_starts = self.var_starts_of(file)?;
+        let (first, ..) = self.tile_at(file, offset, var_starts.as_deref())?;
+        let (last, ..) = self.tile_at(file, end - 1, var_starts.as_deref())?;
+        let roles: &[FileRole] = match file {
+            RawFile::Values if self.field.is_var() => &[FileRole::Var, FileRole::Data],
+            RawFile::Values | RawFile::Offsets => &[FileRole::Data],
+            RawFile::Validity => &[FileRole::Validity],
+        };
+        for &role in roles {
+            let tf = self.tile_file(role)?;
+            let (start, _) = tf.tile_span(first)?;
+            let (last_start, last_len) = tf.tile_span(last)?;
+            let stop = last_start.saturating_add(last_len);
+            if stop > start {
+                tf.open_file(first)?.advise_will_need(start, stop - start);
+            }
+        }
+        Ok(())
+    }
+
+    /// The var tiles' starts in `values.bin` when `file` is that of a var field.
+    fn var_starts_of(&self, file: RawFile) -> Result<Option<Vec<u64>>> {
+        Ok(if file == RawFile::Values && self.field.is_var() {
+            Some(self.var_starts()?)
+        } else {
+            None
+        })
+    }
+
+    /// The tile holding byte `pos` of a virtual file: its number, and where it starts and
+    /// ends in the file.
+    fn tile_at(
+        &self,
+        file: RawFile,
+        pos: u64,
+        var_starts: Option<&[u64]>,
+    ) -> Result<(u64, u64, u64)> {
+        let (k, start, end) = match var_starts {
+            Some(starts) => {
+                // Last tile whose start is <= pos (skipping empty tiles).
+                let k = starts.partition_point(|&s| s <= pos).saturating_sub(1);
+                let end = starts.get(k + 1).copied().unwrap_or(0);
+                (k as u64, starts.get(k).copied().unwrap_or(0), end)
+            }
+            None => {
+                let stride = self.uniform_tile_len(file).max(1);
+                let k = (pos / stride).min(self.meta.tile_count.saturating_sub(1));
+                let start = k * stride;
+                let tile_len = self.meta.tile_cells(k) * (stride / self.meta.cells_per_tile.max(1));
+                (k, start, start + tile_len)
+            }
+        };
+        if end <= pos {
+            return Err(Error::corrupt(
+                self.meta.context(),
+                format!("no tile holds byte {pos} of {}", file.name()),
+            ));
+        }
+        Ok((k, start, end))
     }
 
     /// Bytes `[a, b)` of the coordinates of a dense fragment's dimension, which TileDB
@@ -398,19 +441,20 @@ impl FieldReader<'_> {
     /// Un-filtered bytes `[a, b)` of tile `k` of one data file.
     fn tile_bytes(&self, role: FileRole, k: u64, a: u64, b: u64) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(((b - a) as usize).min(READ_RESERVE));
-        self.tile_bytes_into(role, k, a, b, Some(&mut out))?;
+        self.tile_bytes_into(role, k, a, b, &mut out)?;
         Ok(out)
     }
 
-    /// Appends bytes `[a, b)` of tile `k` to `out`, decoding (into the cache) only the
-    /// chunks they overlap; with no `out`, only decodes.
+    /// Appends bytes `[a, b)` of tile `k` to `out`, decoding only the chunks they
+    /// overlap: those covered whole straight into `out` (unless cached), the ones cut by
+    /// the range into the cache, where the neighbouring read finds them.
     fn tile_bytes_into(
         &self,
         role: FileRole,
         k: u64,
         a: u64,
         b: u64,
-        mut out: Option<&mut Vec<u8>>,
+        out: &mut Vec<u8>,
     ) -> Result<()> {
         let tf = self.tile_file(role)?;
         let index = self.chunk_index(&tf, role, k)?;
@@ -422,23 +466,36 @@ impl FieldReader<'_> {
         };
         let mut file = None;
         let mut served = 0u64;
-        for (i, chunk) in index.chunks.iter().enumerate() {
+        // Chunks overlapping [a, b): the first is the last one starting at or before a.
+        let first = index.starts.partition_point(|&s| s <= a).saturating_sub(1);
+        for (i, chunk) in index.chunks.iter().enumerate().skip(first) {
             let (start, end) = (index.starts[i], index.starts[i + 1]);
-            if end <= a || start >= b {
+            if start >= b {
+                break;
+            }
+            if end <= a {
                 continue;
             }
-            let decoded = self
-                .cache
-                .get_or_load(self.key(role, k, Item::Chunk(i)), || {
-                    if file.is_none() {
-                        file = Some(tf.open_file(k)?);
-                    }
-                    let f = file
-                        .as_ref()
-                        .ok_or_else(|| Error::corrupt(&tf.context, "file not open"))?;
-                    self.decoded.fetch_add(1, Ordering::Relaxed);
-                    tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
-                })?;
+            let key = self.key(role, k, Item::Chunk(i));
+            if a <= start && end <= b && !self.cache.contains(&key) {
+                let before = out.len();
+                self.decoded.fetch_add(1, Ordering::Relaxed);
+                tf.decode_chunk_into(opened(&mut file, &tf, k)?, k, i, chunk, out)?;
+                let got = (out.len() - before) as u64;
+                if got != end - start {
+                    return Err(Error::corrupt(
+                        format!("{}, chunk {i}", tf.tile_context(k)),
+                        format!("decoded {got} bytes, its header says {}", end - start),
+                    ));
+                }
+                served += got;
+                continue;
+            }
+            let decoded = self.cache.get_or_load(key, || {
+                let f = opened(&mut file, &tf, k)?;
+                self.decoded.fetch_add(1, Ordering::Relaxed);
+                tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
+            })?;
             let Cached::Bytes(bytes) = &*decoded else {
                 return Err(Error::corrupt(
                     tf.tile_context(k),
@@ -453,9 +510,7 @@ impl FieldReader<'_> {
                     format!("decoded {} bytes, needed {from}..{to}", bytes.len()),
                 )
             })?;
-            if let Some(out) = out.as_deref_mut() {
-                out.extend_from_slice(part);
-            }
+            out.extend_from_slice(part);
             served += part.len() as u64;
         }
         if served != b - a {
@@ -518,6 +573,16 @@ impl FieldReader<'_> {
             })?;
         Ok(Some(tile))
     }
+}
+
+/// The data file of tile `k`, opened on first use: a read served from the cache opens
+/// nothing.
+fn opened<'f>(slot: &'f mut Option<DataFile>, tf: &TileFile, k: u64) -> Result<&'f DataFile> {
+    if slot.is_none() {
+        *slot = Some(tf.open_file(k)?);
+    }
+    slot.as_ref()
+        .ok_or_else(|| Error::corrupt(&tf.context, "file not open"))
 }
 
 /// `bytes[a..b]` or a corruption error naming `what`.

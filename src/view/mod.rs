@@ -414,12 +414,34 @@ impl View {
         }
     }
 
-    /// Decodes into the cache the chunks a read of the range needs, without assembling
-    /// the bytes (read-ahead).
-    pub fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+    /// Appends bytes `[offset, offset + len)` of a file to `out`; field files are
+    /// decoded straight into it.
+    pub fn read_into(&self, node: Node, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         match node {
-            Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.warm(raw, offset, len)),
-            other => self.read_at(other, offset, len).map(|_| ()),
+            Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.read_into(raw, offset, len, out)),
+            Node::Npy(f, i) => self.npy_read_into(f, i, offset, len, out),
+            other => {
+                out.extend_from_slice(&self.read_at(other, offset, len)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Read-ahead for a sequential reader of `[offset, offset + len)`. Field files are
+    /// decoded by the threads serving the kernel's own read-ahead requests, straight into
+    /// their replies, so here the disk is asked for their tiles in the background; text
+    /// files are rendered into the cache, block by block.
+    pub fn read_ahead(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+        match node {
+            Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.read_ahead(raw, offset, len)),
+            Node::Npy(f, i) => {
+                let h = self.npy_header(f, i)?.len() as u64;
+                let end = offset.saturating_add(len).saturating_sub(h);
+                let from = offset.saturating_sub(h);
+                self.with_field(f, i, |r| r.read_ahead(RawFile::Values, from, end - from))
+            }
+            Node::Text(..) | Node::CellsCsv(_) => self.read_at(node, offset, len).map(|_| ()),
+            _ => Ok(()),
         }
     }
 

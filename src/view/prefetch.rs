@@ -64,7 +64,7 @@ fn work(view: &dyn FileTree, queue: &Mutex<Receiver<Job>>) {
             Err(_) => return, // the prefetcher was dropped
         };
         // Errors surface when the reader itself reaches these bytes, with its own EIO.
-        if let Err(e) = view.warm(job.node, job.offset, job.len) {
+        if let Err(e) = view.read_ahead(job.node, job.offset, job.len) {
             log::debug!("read-ahead of {:?} at {}: {e}", job.node, job.offset);
         }
     }

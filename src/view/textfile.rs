@@ -43,22 +43,43 @@ impl View {
     }
 
     /// Bytes `[offset, offset + len)` of `values.npy`, `values.txt` or `cells.csv`.
+    /// Appends bytes `[offset, offset + len)` of a field's `values.npy` to `out`: its
+    /// header, then `values.bin` decoded straight into `out`.
+    pub(super) fn npy_read_into(
+        &self,
+        f: usize,
+        i: usize,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let end = offset
+            .saturating_add(len)
+            .min(self.derived_size(Node::Npy(f, i))?);
+        let header = self.npy_header(f, i)?;
+        let h = header.len() as u64;
+        if offset < h {
+            out.extend_from_slice(
+                header
+                    .get(offset as usize..end.min(h) as usize)
+                    .unwrap_or_default(),
+            );
+        }
+        if end > h {
+            let from = offset.max(h) - h;
+            self.read_into(Node::Raw(f, i, RawFile::Values), from, end - h - from, out)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn derived_read(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len).min(self.derived_size(node)?);
         if offset >= end {
             return Ok(Vec::new());
         }
         if let Node::Npy(f, i) = node {
-            let header = self.npy_header(f, i)?;
-            let h = header.len() as u64;
-            let mut out = header
-                .get(offset.min(h) as usize..end.min(h) as usize)
-                .unwrap_or_default()
-                .to_vec();
-            if end > h {
-                let from = offset.max(h) - h;
-                out.extend(self.read_at(Node::Raw(f, i, RawFile::Values), from, end - h - from)?);
-            }
+            let mut out = Vec::new();
+            self.npy_read_into(f, i, offset, end - offset, &mut out)?;
             return Ok(out);
         }
         let index = self.text_index(node)?;
@@ -104,7 +125,7 @@ impl View {
         Ok(out)
     }
 
-    fn npy_header(&self, f: usize, i: usize) -> Result<Vec<u8>> {
+    pub(super) fn npy_header(&self, f: usize, i: usize) -> Result<Vec<u8>> {
         let (meta, i) = self.field(f, i)?;
         let field = &meta.fields[i];
         Ok(npy::header(

@@ -37,8 +37,16 @@ pub trait FileTree: Send + Sync {
     /// A readable summary for `fragfs info`.
     fn info(&self) -> String;
 
-    /// Decodes what a read of the range will need, into the cache (read-ahead).
-    fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+    /// Appends bytes `[offset, offset + len)` of a file to `out`: lets a server reuse one
+    /// buffer for every reply.
+    fn read_into(&self, node: Node, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        out.extend_from_slice(&self.read_at(node, offset, len)?);
+        Ok(())
+    }
+
+    /// Prepares, in the background of a sequential reader, what a read of the range will
+    /// need (read-ahead): by default, decodes it into the cache.
+    fn read_ahead(&self, node: Node, offset: u64, len: u64) -> Result<()> {
         self.read_at(node, offset, len).map(|_| ())
     }
 
@@ -106,8 +114,11 @@ impl FileTree for View {
     fn read_at(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
         View::read_at(self, node, offset, len)
     }
-    fn warm(&self, node: Node, offset: u64, len: u64) -> Result<()> {
-        View::warm(self, node, offset, len)
+    fn read_into(&self, node: Node, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        View::read_into(self, node, offset, len, out)
+    }
+    fn read_ahead(&self, node: Node, offset: u64, len: u64) -> Result<()> {
+        View::read_ahead(self, node, offset, len)
     }
     fn parent(&self, node: Node) -> Node {
         View::parent(self, node)

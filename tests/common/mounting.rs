@@ -63,6 +63,7 @@ pub fn config(threads: usize) -> MountConfig {
         allow_root: false,
         auto_unmount: false,
         threads,
+        read_ahead: 0,
         exit_on_unmount: false,
     }
 }
