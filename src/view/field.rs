@@ -236,6 +236,7 @@ impl FieldReader<'_> {
             RawFile::Values | RawFile::Offsets => &[FileRole::Data],
             RawFile::Validity => &[FileRole::Validity],
         };
+        let mut files = Vec::with_capacity(roles.len());
         for &role in roles {
             let tf = self.tile_file(role)?;
             let (start, _) = tf.tile_span(first)?;
@@ -243,6 +244,14 @@ impl FieldReader<'_> {
             let stop = last_start.saturating_add(last_len);
             if stop > start {
                 tf.open_file(first)?.advise_will_need(start, stop - start);
+            }
+            files.push((role, tf));
+        }
+        // Then the tiles' chunk headers, a small read per chunk: walked here, they are
+        // cached when the reader reaches each tile.
+        for k in first..=last {
+            for (role, tf) in &files {
+                self.chunk_index(tf, *role, k)?;
             }
         }
         Ok(())
