@@ -276,11 +276,26 @@ mod tests {
             ])
         );
         // mount.fuse3 runs the subtype's program as `fragfs SOURCE TARGET -o OPTS`.
-        let call = os(&["fragfs", "/data/a", "/mnt/a", "-o", "ro,threads=3"]);
+        let call = os(&[
+            "fragfs",
+            "/data/a",
+            "/mnt/a",
+            "-o",
+            "ro,threads=3,read_ahead=4M",
+        ]);
         let got = from_mount_helper(&call).unwrap().unwrap().unwrap();
         assert_eq!(
             got,
-            os(&["fragfs", "mount", "--threads", "3", "/data/a", "/mnt/a"])
+            os(&[
+                "fragfs",
+                "mount",
+                "--threads",
+                "3",
+                "--read-ahead",
+                "4M",
+                "/data/a",
+                "/mnt/a"
+            ])
         );
         assert_eq!(
             from_mount_helper(&os(&["mount.fragfs", "a", "b", "-f"])),

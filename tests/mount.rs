@@ -439,6 +439,51 @@ fn mount_returns_when_live_and_umount_unmounts() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a mount point"));
 }
 
+/// The kernel's read-ahead of a mount, from its backing device info in sysfs.
+fn kernel_read_ahead_kib(mnt: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(mnt).unwrap().dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let knob = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    std::fs::read_to_string(&knob)
+        .unwrap_or_else(|e| panic!("{knob}: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn kernel_read_ahead_is_raised_when_root_and_left_when_asked() {
+    if !fuse_available("kernel read-ahead") {
+        return;
+    }
+    let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
+    let root = unsafe_geteuid() == 0;
+    let (d, log) = daemon(&array, &["-v"]);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    if root {
+        assert_eq!(kernel_read_ahead_kib(&d.mnt), 1024, "default 1M:\n{logged}");
+        assert!(
+            logged.contains("kernel read-ahead of the mount: 1024 KiB"),
+            "{logged}"
+        );
+        let (d4, _) = daemon(&array, &["--read-ahead", "4M"]);
+        assert_eq!(kernel_read_ahead_kib(&d4.mnt), 4096);
+        let (d0, _) = daemon(&array, &["--read-ahead", "0"]);
+        assert_eq!(
+            kernel_read_ahead_kib(&d0.mnt),
+            128,
+            "0 leaves the kernel's value"
+        );
+    } else {
+        println!("not root: checking only that the mount says it kept the kernel's value");
+        assert!(
+            logged.contains("kernel read-ahead left at its default"),
+            "{logged}"
+        );
+    }
+}
+
 #[test]
 fn sigterm_and_sigint_unmount_cleanly() {
     if !fuse_available("signals") {

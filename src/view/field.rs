@@ -243,7 +243,7 @@ impl FieldReader<'_> {
             let (last_start, last_len) = tf.tile_span(last)?;
             let stop = last_start.saturating_add(last_len);
             if stop > start {
-                tf.open_file(first)?.advise_will_need(start, stop - start);
+                tf.open_file(first)?.read_ahead(start, stop - start);
             }
             files.push((role, tf));
         }

@@ -30,7 +30,7 @@ pub fn fuse_available(test: &str) -> bool {
     }
 }
 
-fn unsafe_geteuid() -> u32 {
+pub fn unsafe_geteuid() -> u32 {
     // SAFETY: geteuid cannot fail and touches no memory.
     unsafe { libc::geteuid() }
 }
