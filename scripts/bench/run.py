@@ -308,11 +308,17 @@ def seq(rep: Report, repeat: int, decode_output: Path) -> None:
     for attr, filt, cell in ATTRS:
         nbytes = len(frags) * 8 * TILE_CELLS * cell
         files = [values(f, attr) for f in frags]
+        # The attribute's own files on disk (a0.tdb, a1.tdb, ... in schema order).
+        stored = [BIG / "__fragments" / f / f"a{[a[0] for a in ATTRS].index(attr)}.tdb"
+                  for f in frags]
         runs: dict[str, list[float]] = {k: [] for k in
                                         ("fragfs", "zerofs", "tiledb", "fragfs_warm",
-                                         "tiledb_warm", "zerofs_cpu", "fragfs_warm_cpu")}
+                                         "tiledb_warm", "zerofs_cpu", "fragfs_warm_cpu",
+                                         "disk")}
         for _ in range(repeat):
             settle()
+            drop_caches()
+            runs["disk"].append(timed(["cat", *stored]))
             with fragfs_foreground(BIG):
                 drop_caches()
                 runs["fragfs"].append(timed(["cat", *files]))
@@ -350,6 +356,9 @@ def seq(rep: Report, repeat: int, decode_output: Path) -> None:
             rep.row(*vs_zero, target=("≥ 0.70", lambda r: r >= 0.7))
             rep.row(*vs_zero_w, target=("≥ 0.70", lambda r: r >= 0.7))
             rep.row(*vs_tdb)
+        stored_bytes = sum(p.stat().st_size for p in stored)
+        rep.row(f"{label}, cold, vs cat of its {stored_bytes // MIB} MiB of files on disk",
+                rate(nbytes, f), f"disk {rate(stored_bytes, med['disk'])}", med["disk"] / f)
         # Where the time goes, warm: CPU per byte of the whole machine, fragfs against
         # the zero file (the FUSE round trip and the reader's copy, paid by both), and
         # what that leaves on this machine's cores once the codec's own cost is added.
