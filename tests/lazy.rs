@@ -65,3 +65,66 @@ fn a_small_read_decodes_only_the_chunk_it_touches() {
         assert_eq!(&all[(tile + 3) as usize..(tile + 5) as usize], &one[..]);
     }
 }
+
+#[test]
+fn reads_of_whole_chunks_decode_into_the_reply_and_leave_the_cache_alone() {
+    let (array, expected) = fixture("dense_basic");
+    let view = open_view(&array, &expected).unwrap();
+    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
+    let frag = frag.rsplit('/').next().unwrap();
+    for field in ["i32", "f64_zstd"] {
+        let node = view
+            .resolve(&format!("fragments/{frag}/{field}/values.bin"))
+            .unwrap();
+        let size = view.size(node).unwrap();
+        let (decoded, cached) = (view.chunks_decoded(), view.cache_used());
+        // 4 tiles of one chunk each, read whole: straight into the output.
+        let mut out = b"head".to_vec();
+        view.read_into(node, 0, size, &mut out).unwrap();
+        assert_eq!(&out[..4], b"head", "{field}: read_into appends");
+        assert_eq!(out.len() as u64, 4 + size);
+        assert_eq!(view.chunks_decoded() - decoded, 4, "{field}");
+        // Only the chunk indexes (a few dozen bytes each) were cached, no chunk.
+        let grown = view.cache_used() - cached;
+        assert!(grown < 4 * 512, "{field}: cache grew by {grown} bytes");
+        assert_eq!(view.read_at(node, 0, size).unwrap(), &out[4..]);
+        // A read cutting a chunk caches it, for the neighbouring read.
+        let tile = size / 4;
+        let before = view.chunks_decoded();
+        view.read_at(node, tile + 1, 3).unwrap();
+        view.read_at(node, tile + 4, 3).unwrap();
+        assert_eq!(
+            view.chunks_decoded() - before,
+            1,
+            "{field}: cut chunk cached"
+        );
+        assert!(
+            view.cache_used() - cached >= tile,
+            "{field}: the chunk is cached"
+        );
+    }
+}
+
+#[test]
+fn read_ahead_walks_the_coming_chunk_headers_and_decodes_nothing() {
+    let (array, expected) = fixture("dense_basic");
+    let view = open_view(&array, &expected).unwrap();
+    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
+    let frag = frag.rsplit('/').next().unwrap();
+    let node = view
+        .resolve(&format!("fragments/{frag}/f64_zstd/values.bin"))
+        .unwrap();
+    let size = view.size(node).unwrap();
+    let cached = view.cache_used();
+    view.read_ahead(node, 0, size).unwrap();
+    assert_eq!(view.chunks_decoded(), 0, "read-ahead decodes no chunk");
+    assert!(
+        view.cache_used() > cached,
+        "the tiles' chunk indexes are cached"
+    );
+    // Past the end, or on files with nothing stored, it is a no-op.
+    view.read_ahead(node, size, 100).unwrap();
+    let json = view.resolve("array.json").unwrap();
+    view.read_ahead(json, 0, 100).unwrap();
+    assert_eq!(view.chunks_decoded(), 0);
+}

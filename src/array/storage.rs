@@ -194,3 +194,39 @@ pub fn list_dir(path: &Path) -> Result<Vec<(String, bool)>> {
     out.sort();
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_into_appends_exactly_and_refuses_ranges_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, (0..=255u8).collect::<Vec<_>>()).unwrap();
+        let f = DataFile::open(&path).unwrap();
+        let mut out = vec![7u8];
+        f.read_into(10, 3, &mut out).unwrap();
+        assert_eq!(out, [7, 10, 11, 12]);
+        let err = f.read_into(250, 10, &mut out).unwrap_err().to_string();
+        assert!(err.contains("truncated file"), "{err}");
+        assert_eq!(out, [7, 10, 11, 12], "left as it was");
+    }
+
+    #[test]
+    fn read_ahead_brings_the_range_into_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![1u8; 3 << 20]).unwrap();
+        let f = DataFile::open(&path).unwrap();
+        // Past the end and empty ranges are fine: it is only a hint.
+        f.read_ahead(1 << 40, 10);
+        f.read_ahead(0, 0);
+        f.read_ahead(0, 3 << 20);
+        assert!(
+            f.is_cached((3 << 20) - 1),
+            "the last byte read ahead is cached"
+        );
+        assert_eq!(f.read(0, 4).unwrap(), [1, 1, 1, 1]);
+    }
+}

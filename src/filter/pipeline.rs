@@ -490,6 +490,47 @@ mod tests {
         assert!(unfilter_string_chunk(&pipeline(vec![]), &c, &md, &data, 4).is_err());
     }
 
+    /// The serving path decodes into a reply that already holds earlier chunks: the
+    /// chunk must be appended after them, and an error must leave them as they were.
+    #[test]
+    fn unfilter_into_appends_and_leaves_the_buffer_alone_on_errors() {
+        let original: Vec<u8> = (0..20_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+        let c = ctx(Datatype::UInt32, 4);
+        type Compress = fn(&[u8]) -> Vec<u8>;
+        let lz4: Compress = |b| lz4_flex::block::compress(b);
+        let cases: [(Vec<Filter>, Compress); 3] = [
+            (vec![Filter::Zstd { level: 1 }], zstd),
+            (vec![Filter::Lz4 { level: 1 }], lz4),
+            // Not a byte compressor first: decoded, then appended.
+            (vec![Filter::ByteShuffle, Filter::Zstd { level: 1 }], zstd),
+        ];
+        for (filters, compress) in cases {
+            let p = pipeline(filters.clone());
+            let (md, data) = if filters.len() == 2 {
+                let md1 = part_header(&[original.len()]);
+                compress_framing(&[&md1], &[&byteshuffle(&original, 4)], compress)
+            } else {
+                compress_framing(&[], &[&original], compress)
+            };
+            let mut out = b"earlier".to_vec();
+            unfilter_chunk_into(&p, &c, &md, &data, original.len() as u32, &mut out).unwrap();
+            assert_eq!(&out[..7], b"earlier", "{filters:?}");
+            assert_eq!(&out[7..], &original[..], "{filters:?}");
+            // A header that claims one byte more: an error, and `out` untouched.
+            let before = out.clone();
+            let err = unfilter_chunk_into(&p, &c, &md, &data, original.len() as u32 + 1, &mut out);
+            assert!(err.is_err(), "{filters:?}");
+            assert_eq!(out, before, "{filters:?}: left as it was");
+            // Corrupt data, likewise.
+            let mut bad = data.clone();
+            let n = bad.len();
+            bad[n / 2..].fill(0xFF);
+            let _ = unfilter_chunk_into(&p, &c, &md, &bad, original.len() as u32, &mut out)
+                .map(|()| out.truncate(before.len()));
+            assert_eq!(out, before, "{filters:?}: left as it was after bad data");
+        }
+    }
+
     /// Every filter fed garbage, truncated headers or absurd sizes must fail cleanly.
     #[test]
     fn garbage_never_panics() {
