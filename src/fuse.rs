@@ -41,7 +41,8 @@ pub const DEFAULT_READ_AHEAD: u64 = 1 << 20;
 /// sequential stream.
 const STREAM_SLACK: u64 = 2 << 20;
 
-/// Bytes decoded ahead of a sequential reader.
+/// How far ahead of a sequential reader its file is prepared: the stored tiles read
+/// into the page cache, their chunk headers walked.
 const READ_AHEAD: u64 = 32 << 20;
 /// `st_blksize`: tools like `cat` size their reads by it.
 const BLOCK_SIZE: u32 = 128 << 10;

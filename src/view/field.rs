@@ -220,9 +220,10 @@ impl FieldReader<'_> {
         Ok(())
     }
 
-    /// Asks the kernel to read from disk, in the background, the stored tiles that a
-    /// read of `[offset, offset + len)` will need: read-ahead for a sequential reader,
-    /// so its chunks come from the page cache when it gets there.
+    /// Read-ahead for a sequential reader, run by a worker thread: brings the stored
+    /// tiles that a read of `[offset, offset + len)` will need into the page cache and
+    /// walks their chunk headers, so the reader's own reads of them wait neither for the
+    /// disk nor for the walk. Nothing is decoded.
     pub fn read_ahead(&self, file: RawFile, offset: u64, len: u64) -> Result<()> {
         let end = offset.saturating_add(len).min(self.size(file)?);
         if offset >= end || !self.field.stored {
