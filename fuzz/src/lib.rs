@@ -12,7 +12,7 @@ use fragfs::array::dense_grid::DenseGrid;
 use fragfs::array::field::fragment_fields;
 use fragfs::array::generic_tile::{decode_generic_tile, read_generic_tile};
 use fragfs::array::storage::DataFile;
-use fragfs::filter::{unfilter_chunk, unfilter_string_chunk, ChunkContext};
+use fragfs::filter::{unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext};
 use fragfs::format::chunked::parse_chunks;
 use fragfs::format::footer::{footer_location, Footer};
 use fragfs::format::fragment_metadata::{
@@ -242,12 +242,27 @@ pub fn chunk_pipeline(data: &[u8]) {
 
 /// Un-filters one chunk, and in string mode too where the pipeline allows it.
 fn unfilter(pipeline: &FilterPipeline, ctx: &ChunkContext, md: &[u8], data: &[u8], len: u32) {
-    if let Ok(out) = unfilter_chunk(pipeline, ctx, md, data, len) {
+    let alone = unfilter_chunk(pipeline, ctx, md, data, len);
+    if let Ok(out) = &alone {
         assert_eq!(
             out.len(),
             len as usize,
             "unfilter_chunk returned the wrong size"
         );
+    }
+    // The serving path appends to a reply holding earlier chunks: the same bytes after
+    // them, or on an error the reply as it was.
+    let mut reply = b"earlier".to_vec();
+    match (
+        unfilter_chunk_into(pipeline, ctx, md, data, len, &mut reply),
+        &alone,
+    ) {
+        (Ok(()), Ok(out)) => assert!(reply[..7] == *b"earlier" && reply[7..] == out[..]),
+        (Err(_), Err(_)) => assert_eq!(reply, b"earlier", "an error left bytes behind"),
+        (a, b) => panic!(
+            "unfilter_chunk_into {a:?} but unfilter_chunk {:?}",
+            b.as_ref().map(|v| v.len())
+        ),
     }
     if matches!(
         pipeline.filters.first(),
