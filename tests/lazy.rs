@@ -4,7 +4,22 @@
 mod common;
 
 use common::*;
-use fragfs::view::Node;
+use fragfs::view::{Node, View};
+
+/// The `dense_basic` fixture (4 tiles of 16 cells, one chunk each, per field) and the
+/// folder name of its first fragment.
+fn dense_basic() -> (View, String) {
+    let (array, expected) = fixture("dense_basic");
+    let view = open_view(&array, &expected).unwrap();
+    let dir = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
+    let frag = dir.rsplit('/').next().unwrap().to_string();
+    (view, frag)
+}
+
+fn values_bin(view: &View, frag: &str, field: &str) -> Node {
+    view.resolve(&format!("fragments/{frag}/{field}/values.bin"))
+        .unwrap()
+}
 
 #[test]
 fn opening_and_listing_fragments_parse_no_fragment_metadata() {
@@ -30,16 +45,11 @@ fn opening_and_listing_fragments_parse_no_fragment_metadata() {
 
 #[test]
 fn a_small_read_decodes_only_the_chunk_it_touches() {
-    let (array, expected) = fixture("dense_basic");
-    let view = open_view(&array, &expected).unwrap();
-    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
-    let frag = frag.rsplit('/').next().unwrap();
+    let (view, frag) = dense_basic();
     // i32: 4 tiles of 16 cells, one chunk each; f64_zstd: the same tiles, compressed.
     for field in ["i32", "f64_zstd"] {
         let before = view.chunks_decoded();
-        let node = view
-            .resolve(&format!("fragments/{frag}/{field}/values.bin"))
-            .unwrap();
+        let node = values_bin(&view, &frag, field);
         let size = view.size(node).unwrap();
         assert_eq!(view.chunks_decoded(), before, "size() decoded a chunk");
         let tile = size / 4;
@@ -68,14 +78,9 @@ fn a_small_read_decodes_only_the_chunk_it_touches() {
 
 #[test]
 fn reads_of_whole_chunks_decode_into_the_reply_and_leave_the_cache_alone() {
-    let (array, expected) = fixture("dense_basic");
-    let view = open_view(&array, &expected).unwrap();
-    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
-    let frag = frag.rsplit('/').next().unwrap();
+    let (view, frag) = dense_basic();
     for field in ["i32", "f64_zstd"] {
-        let node = view
-            .resolve(&format!("fragments/{frag}/{field}/values.bin"))
-            .unwrap();
+        let node = values_bin(&view, &frag, field);
         let size = view.size(node).unwrap();
         let (decoded, cached) = (view.chunks_decoded(), view.cache_used());
         // 4 tiles of one chunk each, read whole: straight into the output.
@@ -107,13 +112,8 @@ fn reads_of_whole_chunks_decode_into_the_reply_and_leave_the_cache_alone() {
 
 #[test]
 fn read_ahead_walks_the_coming_chunk_headers_and_decodes_nothing() {
-    let (array, expected) = fixture("dense_basic");
-    let view = open_view(&array, &expected).unwrap();
-    let frag = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
-    let frag = frag.rsplit('/').next().unwrap();
-    let node = view
-        .resolve(&format!("fragments/{frag}/f64_zstd/values.bin"))
-        .unwrap();
+    let (view, frag) = dense_basic();
+    let node = values_bin(&view, &frag, "f64_zstd");
     let size = view.size(node).unwrap();
     let cached = view.cache_used();
     view.read_ahead(node, 0, size).unwrap();

@@ -42,7 +42,6 @@ impl View {
         }
     }
 
-    /// Bytes `[offset, offset + len)` of `values.npy`, `values.txt` or `cells.csv`.
     /// Appends bytes `[offset, offset + len)` of a field's `values.npy` to `out`: its
     /// header, then `values.bin` decoded straight into `out`.
     pub(super) fn npy_read_into(
@@ -72,6 +71,7 @@ impl View {
         Ok(())
     }
 
+    /// Bytes `[offset, offset + len)` of `values.npy`, `values.txt` or `cells.csv`.
     pub(super) fn derived_read(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len).min(self.derived_size(node)?);
         if offset >= end {
