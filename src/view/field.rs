@@ -365,10 +365,7 @@ impl FieldReader<'_> {
             RawFile::Values => match self.string_tile(k)? {
                 Some(tile) => {
                     let what = self.tile_file(FileRole::Var)?.tile_context(k);
-                    let strings = tile
-                        .strings()
-                        .ok_or_else(|| Error::corrupt(&what, "cache holds the wrong item"))?;
-                    slice(&strings.bytes, a, b, &what)
+                    slice(&tile.strings(&what)?.bytes, a, b, &what)
                 }
                 None => self.tile_bytes(FileRole::Var, k, a, b),
             },
@@ -380,7 +377,8 @@ impl FieldReader<'_> {
                 let (a8, b8) = (a / 8 * 8, b.div_ceil(8) * 8);
                 let raw = match self.string_tile(k)? {
                     Some(tile) => {
-                        let offsets = tile.strings().map(|s| s.offsets.as_slice()).unwrap_or(&[]);
+                        let what = format!("{}, offsets of tile {k}", self.meta.context());
+                        let offsets = tile.strings(&what)?.offsets.as_slice();
                         let (from, to) =
                             ((a8 / 8) as usize, ((b8 / 8) as usize).min(offsets.len()));
                         offsets
@@ -468,12 +466,7 @@ impl FieldReader<'_> {
     ) -> Result<()> {
         let tf = self.tile_file(role)?;
         let index = self.chunk_index(&tf, role, k)?;
-        let Cached::Chunks(index) = &*index else {
-            return Err(Error::corrupt(
-                tf.tile_context(k),
-                "cache holds the wrong item",
-            ));
-        };
+        let index = index.chunks(&tf.tile_context(k))?;
         let mut file = None;
         let mut served = 0u64;
         // Chunks overlapping [a, b): the first is the last one starting at or before a.
@@ -506,12 +499,7 @@ impl FieldReader<'_> {
                 self.decoded.fetch_add(1, Ordering::Relaxed);
                 tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
             })?;
-            let Cached::Bytes(bytes) = &*decoded else {
-                return Err(Error::corrupt(
-                    tf.tile_context(k),
-                    "cache holds the wrong item",
-                ));
-            };
+            let bytes = decoded.bytes(&tf.tile_context(k))?;
             let from = a.max(start) - start;
             let to = b.min(end) - start;
             let part = bytes.get(from as usize..to as usize).ok_or_else(|| {
@@ -537,9 +525,7 @@ impl FieldReader<'_> {
     fn string_tile(&self, k: u64) -> Result<Option<Arc<Cached>>> {
         let offsets_tf = self.tile_file(FileRole::Data)?;
         let index = self.chunk_index(&offsets_tf, FileRole::Data, k)?;
-        let Cached::Chunks(index) = &*index else {
-            return Ok(None);
-        };
+        let index = index.chunks(&offsets_tf.tile_context(k))?;
         let cells = self.meta.tile_cells(k);
         if !index.chunks.is_empty() || cells == 0 {
             return Ok(None);
@@ -552,9 +538,7 @@ impl FieldReader<'_> {
             ));
         }
         let var_index = self.chunk_index(&var_tf, FileRole::Var, k)?;
-        let Cached::Chunks(var_index) = &*var_index else {
-            return Ok(None);
-        };
+        let var_index = var_index.chunks(&var_tf.tile_context(k))?;
         let tile = self
             .cache
             .get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
@@ -608,11 +592,41 @@ fn slice(bytes: &[u8], a: u64, b: u64, what: &str) -> Result<Vec<u8>> {
         })
 }
 
+/// Each key kind always stores one kind of item; these accessors check it in one place
+/// and turn a mismatch (a bug, never bad data) into an error naming `what`, not a panic.
 impl Cached {
-    pub fn strings(&self) -> Option<&StringChunk> {
+    pub fn chunks(&self, what: &str) -> Result<&TileChunks> {
         match self {
-            Cached::Strings(s) => Some(s),
-            _ => None,
+            Cached::Chunks(c) => Ok(c),
+            _ => Err(wrong_item(what, "a chunk index")),
         }
     }
+
+    pub fn bytes(&self, what: &str) -> Result<&[u8]> {
+        match self {
+            Cached::Bytes(b) => Ok(b),
+            _ => Err(wrong_item(what, "bytes")),
+        }
+    }
+
+    pub fn strings(&self, what: &str) -> Result<&StringChunk> {
+        match self {
+            Cached::Strings(s) => Ok(s),
+            _ => Err(wrong_item(what, "a string tile")),
+        }
+    }
+
+    pub fn starts(&self, what: &str) -> Result<&[u64]> {
+        match self {
+            Cached::Starts(s) => Ok(s),
+            _ => Err(wrong_item(what, "a text index")),
+        }
+    }
+}
+
+fn wrong_item(what: &str, wanted: &str) -> Error {
+    Error::corrupt(
+        what,
+        format!("the cache holds another kind of item than {wanted}"),
+    )
 }

@@ -109,6 +109,24 @@ enum Item {
     Column(DecodedColumn),
 }
 
+/// Each key kind always stores one kind of item; a mismatch is a bug, reported as an
+/// error naming `what` rather than a panic.
+impl Item {
+    fn bytes(&self, what: &str) -> Result<&[u8]> {
+        match self {
+            Item::Bytes(b) => Ok(b),
+            Item::Column(_) => Err(Error::corrupt(what, "the cache holds a column, not bytes")),
+        }
+    }
+
+    fn column(&self, what: &str) -> Result<&DecodedColumn> {
+        match self {
+            Item::Column(c) => Ok(c),
+            Item::Bytes(_) => Err(Error::corrupt(what, "the cache holds bytes, not a column")),
+        }
+    }
+}
+
 impl Weigh for Item {
     fn weight(&self) -> u64 {
         64 + match self {
@@ -206,12 +224,7 @@ impl FiloView {
         let column = self.column(c)?;
         self.cache.get_or_load(Key::Decoded(c), || {
             let chunk = self.chunk(c)?;
-            let Item::Bytes(bytes) = &*chunk else {
-                return Err(Error::corrupt(
-                    self.context(column),
-                    "cache holds the wrong item",
-                ));
-            };
+            let bytes = chunk.bytes(&self.context(column))?;
             self.manifest
                 .decode_column(column, bytes)
                 .map(Item::Column)
@@ -221,10 +234,7 @@ impl FiloView {
 
     fn with_decoded<T>(&self, c: usize, f: impl FnOnce(&DecodedColumn) -> T) -> Result<T> {
         let item = self.decoded(c)?;
-        match &*item {
-            Item::Column(col) => Ok(f(col)),
-            Item::Bytes(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
-        }
+        Ok(f(item.column("filo, a decoded column")?))
     }
 
     fn rows(&self) -> u64 {
@@ -282,10 +292,7 @@ impl FiloView {
                 let item = self.cache.get_or_load(Key::Text(c), || {
                     self.with_decoded(c, |d| Item::Bytes(render_text(d, column.column_type)))
                 })?;
-                match &*item {
-                    Item::Bytes(b) => Ok(part(b)),
-                    Item::Column(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
-                }
+                Ok(part(item.bytes("filo, a column's text")?))
             }
         }
     }
@@ -299,12 +306,7 @@ impl FiloView {
                 .map(|(bytes, _)| bytes);
         }
         let chunk = self.chunk(c)?;
-        let Item::Bytes(bytes) = &*chunk else {
-            return Err(Error::corrupt(
-                self.context(column),
-                "cache holds the wrong item",
-            ));
-        };
+        let bytes = chunk.bytes(&self.context(column))?;
         let layout = fixed_layout_with(bytes, column.column_type, &column.decode_options())
             .map_err(|e| Error::corrupt(self.context(column), e.to_string()))?
             .ok_or_else(|| Error::corrupt(self.context(column), "no fixed layout"))?;
@@ -349,10 +351,7 @@ impl FiloView {
             });
             Ok(Item::Bytes(super::json::to_bytes(&doc)))
         })?;
-        match &*item {
-            Item::Bytes(b) => Ok(b.clone()),
-            Item::Column(_) => Err(Error::corrupt("filo", "cache holds the wrong item")),
-        }
+        Ok(item.bytes("filo, fragment.json")?.to_vec())
     }
 
     fn file_size(&self, c: usize, file: FiloFile) -> Result<u64> {

@@ -392,7 +392,7 @@ impl View {
             n if n.is_dir() => 0,
             Node::Raw(f, i, raw) => self.with_field(f, i, |r| r.size(raw))?,
             Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => self.derived_size(node)?,
-            other => rendered_bytes(&*self.rendered(other)?)?.len() as u64,
+            other => self.rendered(other)?.bytes("view, a JSON file")?.len() as u64,
         })
     }
 
@@ -406,7 +406,7 @@ impl View {
             }
             other => {
                 let rendered = self.rendered(other)?;
-                let bytes = rendered_bytes(&rendered)?;
+                let bytes = rendered.bytes("view, a JSON file")?;
                 let start = offset.min(bytes.len() as u64) as usize;
                 let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
                 Ok(bytes[start..end].to_vec())
@@ -519,15 +519,5 @@ impl View {
     /// Bytes the cache holds now (never more than the size it was opened with).
     pub fn cache_used(&self) -> u64 {
         self.cache.used()
-    }
-}
-
-fn rendered_bytes(cached: &Cached) -> Result<&[u8]> {
-    match cached {
-        Cached::Bytes(b) => Ok(b),
-        _ => Err(Error::corrupt(
-            "view",
-            "cache holds the wrong item for a JSON file",
-        )),
     }
 }

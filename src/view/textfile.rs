@@ -37,7 +37,7 @@ impl View {
             }
             _ => {
                 let index = self.text_index(node)?;
-                Ok(*starts(&index)?.last().unwrap_or(&0))
+                Ok(*index.starts("view, a text index")?.last().unwrap_or(&0))
             }
         }
     }
@@ -83,7 +83,7 @@ impl View {
             return Ok(out);
         }
         let index = self.text_index(node)?;
-        let starts = starts(&index)?;
+        let starts = index.starts("view, a text index")?;
         let mut out = Vec::with_capacity((end - offset) as usize);
         let head = starts.first().copied().unwrap_or(0);
         if offset < head {
@@ -102,12 +102,7 @@ impl View {
                 .get_or_load(CacheKey::TextBlock(node, b as u64), || {
                     self.render_block(node, b as u64).map(Cached::Bytes)
                 })?;
-            let Cached::Bytes(bytes) = &*block else {
-                return Err(Error::corrupt(
-                    "view",
-                    "cache holds the wrong item for text",
-                ));
-            };
+            let bytes = block.bytes("view, a block of text")?;
             if bytes.len() as u64 != stop - start {
                 return Err(Error::corrupt(
                     format!("{node:?}"),
@@ -287,15 +282,5 @@ impl View {
                 out
             })
             .collect())
-    }
-}
-
-fn starts(cached: &Cached) -> Result<&[u64]> {
-    match cached {
-        Cached::Starts(s) => Ok(s),
-        _ => Err(Error::corrupt(
-            "view",
-            "cache holds the wrong item for a text index",
-        )),
     }
 }
