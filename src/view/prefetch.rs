@@ -1,9 +1,12 @@
-//! Read-ahead: while a reader consumes one chunk, the next ones are decoded on worker
-//! threads into the shared cache, so decoding and the kernel's copy overlap on all cores.
+//! Read-ahead workers: while a sequential reader is served, they prepare what it reads
+//! next ([`FileTree::read_ahead`]: for field files, the stored tiles brought into the
+//! page cache and their chunk headers walked; for text files, blocks rendered into the
+//! cache). Decoding itself happens on the serving threads, which the kernel's own
+//! read-ahead keeps busy, straight into their replies.
 //!
 //! Hints are dropped, never queued without bound, when the workers are behind: read-ahead
-//! is an optimisation, and a reader that outruns it simply decodes for itself (the cache
-//! de-duplicates a chunk that both want).
+//! is an optimisation, and a reader that outruns it simply does the work itself (the cache
+//! de-duplicates a chunk index or block that both want).
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -27,7 +30,7 @@ pub struct Prefetcher {
 }
 
 impl Prefetcher {
-    /// Starts `threads` workers (at least one) decoding into `view`'s cache.
+    /// Starts `threads` workers (at least one) reading ahead for `view`.
     pub fn new(view: Arc<dyn FileTree>, threads: usize) -> Prefetcher {
         let (jobs, queue) = sync_channel::<Job>(QUEUE);
         let queue = Arc::new(Mutex::new(queue));
@@ -47,7 +50,7 @@ impl Prefetcher {
         }
     }
 
-    /// Asks for bytes `[offset, offset + len)` of `node` to be decoded ahead.
+    /// Asks for bytes `[offset, offset + len)` of `node` to be prepared ahead.
     pub fn hint(&self, node: Node, offset: u64, len: u64) {
         let Some(jobs) = &self.jobs else { return };
         match jobs.try_send(Job { node, offset, len }) {
