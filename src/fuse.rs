@@ -1,4 +1,4 @@
-//! The thin FUSE adapter: turns kernel requests into [`View`] calls and view errors into
+//! The thin FUSE adapter: turns kernel requests into [`FileTree`](crate::view::tree::FileTree) calls and view errors into
 //! errnos. No decoding happens here; `fragfs cat` and the mount share every read.
 //!
 //! What makes it kernel-friendly: inode numbers are the nodes themselves (stable, no

@@ -1,7 +1,7 @@
 //! fragfs: TileDB array fragments as plain decoded files.
 //!
-//! Data flows one way: disk bytes -> [`format`] (what is where) -> [`filter`] (un-filtered
-//! chunk) -> [`array`] (an array on disk) -> [`view`] (bytes of a virtual file) -> FUSE or
+//! Data flows one way: disk bytes -> [`format`](mod@format) (what is where) -> [`filter`] (un-filtered
+//! chunk) -> [`array`](mod@array) (an array on disk) -> [`view`] (bytes of a virtual file) -> FUSE or
 //! the CLI.
 
 pub mod array;
