@@ -1,5 +1,5 @@
-//! The thin FUSE adapter: turns kernel requests into [`FileTree`](crate::view::tree::FileTree) calls and view errors into
-//! errnos. No decoding happens here; `fragfs cat` and the mount share every read.
+//! The thin FUSE adapter: turns kernel requests into [`FileTree`] calls and view errors
+//! into errnos. No decoding happens here; `fragfs cat` and the mount share every read.
 //!
 //! What makes it kernel-friendly: inode numbers are the nodes themselves (stable, no
 //! table), attributes and entries carry long TTLs because the data is immutable, opens
