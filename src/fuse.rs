@@ -24,7 +24,7 @@ use fuser::{
 
 use crate::error::Error;
 use crate::view::inode::{from_ino, to_ino};
-use crate::view::prefetch::Prefetcher;
+use crate::view::prefetch::{Prefetcher, Stream};
 use crate::view::tree::FileTree;
 use crate::view::{Kind, Node, Stat};
 
@@ -37,13 +37,6 @@ const CHANGING_TTL: Duration = crate::view::REFRESH_INTERVAL;
 /// several requests in flight, so every serving thread has work.
 pub const DEFAULT_READ_AHEAD: u64 = 1 << 20;
 
-/// How far from the end of the previous read a read may start and still continue a
-/// sequential stream.
-const STREAM_SLACK: u64 = 2 << 20;
-
-/// How far ahead of a sequential reader its file is prepared: the stored tiles read
-/// into the page cache, their chunk headers walked.
-const READ_AHEAD: u64 = 32 << 20;
 /// `st_blksize`: tools like `cat` size their reads by it.
 const BLOCK_SIZE: u32 = 128 << 10;
 
@@ -72,10 +65,7 @@ pub struct MountConfig {
 #[derive(Debug, Clone, Copy)]
 struct Handle {
     node: Node,
-    /// End of the last read.
-    next: u64,
-    /// End of what read-ahead was already asked for.
-    ahead_until: u64,
+    stream: Stream,
 }
 
 pub struct FragFs {
@@ -157,31 +147,18 @@ impl FragFs {
     }
 
     /// Follows each open file's stream of reads; a sequential one gets its next bytes
-    /// prepared ahead, in large steps.
+    /// prepared ahead.
     fn read_ahead(&self, fh: u64, offset: u64, len: u64, size: u64) {
-        let end = offset.saturating_add(len).min(size);
         let hint = {
             let mut handles = self.handles();
             let Some(h) = handles.get_mut(&fh) else {
                 return;
             };
-            // The kernel's read-ahead requests reach several threads and may finish out
-            // of order: a read near where the stream is counts as sequential.
-            let sequential = offset == 0 || offset.abs_diff(h.next) <= STREAM_SLACK;
-            h.next = if sequential { h.next.max(end) } else { end };
-            if !sequential || end >= size {
-                None
-            } else {
-                let from = h.ahead_until.max(end);
-                let to = end.saturating_add(READ_AHEAD).min(size);
-                // Ask in large steps so a stream of small reads makes few hints.
-                (to >= from.saturating_add(READ_AHEAD / 2) || to == size && from < to).then(|| {
-                    h.ahead_until = to;
-                    (h.node, from, to - from)
-                })
-            }
+            h.stream
+                .read(offset, len, size)
+                .map(|ahead| (h.node, ahead))
         };
-        if let Some((node, from, len)) = hint {
+        if let Some((node, (from, len))) = hint {
             self.ahead.hint(node, from, len);
         }
     }
@@ -297,8 +274,7 @@ impl Filesystem for FragFs {
             let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
             let handle = Handle {
                 node,
-                next: 0,
-                ahead_until: 0,
+                stream: Stream::default(),
             };
             self.handles().insert(fh, handle);
             // Immutable files keep their pages in the kernel; the array-level JSON, which
