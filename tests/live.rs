@@ -18,15 +18,10 @@ use common::mounting::*;
 use common::*;
 
 fn tiledb(python: &str, args: &[&str]) {
-    let out = Command::new(python)
-        .arg(repo().join("tests/tiledb_ops.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new(python)
+            .arg(repo().join("tests/tiledb_ops.py"))
+            .args(args),
     );
 }
 
@@ -81,17 +76,12 @@ fn writes_consolidation_and_vacuum_under_a_live_mount() {
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let log = tmp.path().join("fragfs.log");
-    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
-        .args(["mount", a])
-        .arg(&mnt)
-        .arg("--log-file")
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new(env!("CARGO_BIN_EXE_fragfs"))
+            .args(["mount", a])
+            .arg(&mnt)
+            .arg("--log-file")
+            .arg(&log),
     );
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {

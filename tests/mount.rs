@@ -155,16 +155,6 @@ fn shared_corpus_reads_byte_exact_through_the_mount() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn is_text_file(path: &str) -> bool {
     path.ends_with(".txt") || path.ends_with(".csv")
 }
@@ -181,17 +171,19 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     let files = view_files(&m.view);
     let size_of = |f: &str| m.view.size(m.view.resolve(f).unwrap()).unwrap();
     // Names of everything, and `ls -l` of the folders that hold no text file.
-    let names = run(Command::new("ls").arg("-R").arg(m.path()));
+    let names = run_ok(Command::new("ls").arg("-R").arg(m.path()));
     assert!(
         names.contains("values.txt") && names.contains("cells.csv"),
         "{names}"
     );
-    run(Command::new("ls")
-        .arg("-l")
-        .arg(m.path())
-        .arg(m.path().join("fragments")));
+    run_ok(
+        Command::new("ls")
+            .arg("-l")
+            .arg(m.path())
+            .arg(m.path().join("fragments")),
+    );
     // `find` stats every other file: exact sizes, from metadata.
-    let found = run(Command::new("find").arg(m.path()).args([
+    let found = run_ok(Command::new("find").arg(m.path()).args([
         "-type", "f", "!", "-name", "*.txt", "!", "-name", "*.csv", "-printf", "%s %P\\n",
     ]));
     assert_eq!(
@@ -208,7 +200,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
         );
     }
     // `ls -lR` shows every file with its exact size, text files included.
-    let listing = run(Command::new("ls").arg("-lR").arg(m.path()));
+    let listing = run_ok(Command::new("ls").arg("-lR").arg(m.path()));
     for f in &files {
         let (size, name) = (size_of(f), f.rsplit('/').next().unwrap());
         assert!(
@@ -225,7 +217,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
             );
         }
     }
-    let du = run(Command::new("du").arg("-sb").arg(m.path()));
+    let du = run_ok(Command::new("du").arg("-sb").arg(m.path()));
     let total: u64 = files.iter().map(|f| size_of(f)).sum();
     let du_bytes: u64 = du.split_whitespace().next().unwrap().parse().unwrap();
     assert_eq!(du_bytes, total, "du -b counts exactly the files' sizes");
@@ -332,19 +324,14 @@ fn daemon(array: &Path, extra: &[&str]) -> (Daemon, PathBuf) {
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let log = dir.path().join("fragfs.log");
-    let out = fragfs()
-        .arg("mount")
-        .arg(array)
-        .arg(&mnt)
-        .arg("--log-file")
-        .arg(&log)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "fragfs mount failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        fragfs()
+            .arg("mount")
+            .arg(array)
+            .arg(&mnt)
+            .arg("--log-file")
+            .arg(&log)
+            .args(extra),
     );
     assert!(is_mounted(&mnt), "mount returned before the mount was live");
     (
@@ -738,23 +725,8 @@ fn remounting_right_after_umount_keeps_the_new_mount() {
     let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
     let (d, log) = daemon(&array, &[]);
     for round in 0..5 {
-        let out = fragfs().arg("umount").arg(&d.mnt).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = fragfs()
-            .arg("mount")
-            .arg(&array)
-            .arg(&d.mnt)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(fragfs().arg("umount").arg(&d.mnt));
+        run_ok(fragfs().arg("mount").arg(&array).arg(&d.mnt));
         std::thread::sleep(Duration::from_millis(300));
         assert!(
             is_mounted(&d.mnt),

@@ -12,6 +12,18 @@ use fragfs::array::{parse_key, OpenOptions};
 use fragfs::view::{Node, View};
 use serde_json::Value;
 
+/// Runs `cmd`, which must succeed, and returns its standard output; a failure shows the
+/// command and what it wrote on standard error.
+pub fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
