@@ -269,6 +269,15 @@ mod tests {
         e.finish().unwrap()
     }
 
+    type Compress = fn(&[u8]) -> Vec<u8>;
+    /// Each byte compressor with the crate that writes its streams.
+    const BYTE_COMPRESSORS: [(Codec, Compress); 4] = [
+        (Codec::Gzip, gzip),
+        (Codec::Zstd, zstd),
+        (Codec::Lz4, lz4),
+        (Codec::Bzip2, bzip2),
+    ];
+
     fn sample(len: usize, seed: u8) -> Vec<u8> {
         (0..len)
             .map(|i| ((i * 7) as u8 / 3).wrapping_add(seed))
@@ -281,14 +290,7 @@ mod tests {
     fn byte_compressors_round_trip_with_several_parts() {
         let md_part = vec![1u8, 0, 0, 0, 9, 9, 9, 9];
         let parts = [sample(5000, 1), sample(3, 2), Vec::new()];
-        type Compress = fn(&[u8]) -> Vec<u8>;
-        let compressors: [(Codec, Compress); 4] = [
-            (Codec::Gzip, gzip),
-            (Codec::Zstd, zstd),
-            (Codec::Lz4, lz4),
-            (Codec::Bzip2, bzip2),
-        ];
-        for (codec, compress) in compressors {
+        for (codec, compress) in BYTE_COMPRESSORS {
             let (md, data) =
                 compress_framing(&[&md_part], &parts.each_ref().map(|p| &p[..]), compress);
             let step = reverse("X", codec, &md, &data, 1 << 20).unwrap();
@@ -359,14 +361,7 @@ mod tests {
     #[test]
     fn parts_larger_than_the_first_reservation() {
         let part = sample(3 * PREALLOCATE_AT_MOST + 5, 4);
-        type Compress = fn(&[u8]) -> Vec<u8>;
-        let compressors: [(Codec, Compress); 4] = [
-            (Codec::Gzip, gzip),
-            (Codec::Zstd, zstd),
-            (Codec::Lz4, lz4),
-            (Codec::Bzip2, bzip2),
-        ];
-        for (codec, compress) in compressors {
+        for (codec, compress) in BYTE_COMPRESSORS {
             let (md, data) = compress_framing(&[], &[&part], compress);
             let step = reverse("X", codec, &md, &data, 1 << 23).unwrap();
             assert_eq!(step.data.unwrap(), part, "{codec:?}");
