@@ -252,6 +252,16 @@ mod tests {
         args.iter().map(OsString::from).collect()
     }
 
+    /// The help text says "1M"; the library's constant (which zerofs mirrors) must agree.
+    #[test]
+    fn the_default_read_ahead_is_the_library_constant() {
+        let cli = Cli::try_parse_from(["fragfs", "mount", "a", "b"]).unwrap();
+        let Command::Mount { read_ahead, .. } = cli.command else {
+            panic!("not a mount command");
+        };
+        assert_eq!(read_ahead, fragfs::fuse::DEFAULT_READ_AHEAD);
+    }
+
     #[test]
     fn mount_helper_calls_become_fragfs_mount() {
         let call = os(&[
