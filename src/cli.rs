@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fragfs::filo::{ColumnType, FormatVersion};
-use fragfs::view::tree::ChunkOptions;
+use fragfs::view::ChunkOptions;
 
 #[derive(Debug, Parser)]
 #[command(

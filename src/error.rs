@@ -1,9 +1,120 @@
 //! The one error type above the parsers. Every error carries the errno a FUSE reader
-//! gets and a message that names where the problem is (fragment, file, tile, chunk).
+//! gets, keeps its cause (the parser's, the filter's, the Filo decoder's or the I/O
+//! error itself) and says where it happened as a [`Place`]: fragment, file, tile,
+//! chunk, as separate fields, so a log line names them and code can look at them.
 
+use std::fmt;
+use std::sync::Arc;
+
+use crate::filo::FiloError;
 use crate::filter::FilterError;
 use crate::format::FormatError;
 use thiserror::Error;
+
+/// Where in an array (or a Filo fragment) something happened. Every part is optional;
+/// shown as `fragment F, FILE, tile T, chunk C, DETAIL`, the parts present joined by
+/// commas, which is how a user finds the bytes with `hexdump`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The fragment folder name.
+    pub fragment: Option<String>,
+    /// A file of the array (`a0.tdb`, `__schema/<name>`), relative to the array or to
+    /// the fragment folder; or the path of a file outside any fragment.
+    pub file: Option<String>,
+    pub tile: Option<u64>,
+    pub chunk: Option<usize>,
+    /// Anything more precise: `tile offsets of slot 3`, `field a, cell 4096`.
+    pub detail: Option<String>,
+}
+
+impl Place {
+    pub fn fragment(name: impl Into<String>) -> Place {
+        Place {
+            fragment: Some(name.into()),
+            ..Place::default()
+        }
+    }
+
+    /// A place naming only a file (or a path, or anything a user would recognise).
+    pub fn file(name: impl Into<String>) -> Place {
+        Place {
+            file: Some(name.into()),
+            ..Place::default()
+        }
+    }
+
+    pub fn in_file(mut self, name: impl Into<String>) -> Place {
+        self.file = Some(name.into());
+        self
+    }
+
+    pub fn tile(mut self, k: u64) -> Place {
+        self.tile = Some(k);
+        self
+    }
+
+    pub fn chunk(mut self, i: usize) -> Place {
+        self.chunk = Some(i);
+        self
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Place {
+        self.detail = Some(detail.into());
+        self
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        let mut part = |f: &mut fmt::Formatter<'_>, text: fmt::Arguments<'_>| {
+            if !std::mem::take(&mut first) {
+                f.write_str(", ")?;
+            }
+            f.write_fmt(text)
+        };
+        if let Some(x) = &self.fragment {
+            part(f, format_args!("fragment {x}"))?;
+        }
+        if let Some(x) = &self.file {
+            part(f, format_args!("{x}"))?;
+        }
+        if let Some(x) = self.tile {
+            part(f, format_args!("tile {x}"))?;
+        }
+        if let Some(x) = self.chunk {
+            part(f, format_args!("chunk {x}"))?;
+        }
+        if let Some(x) = &self.detail {
+            part(f, format_args!("{x}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl From<&str> for Place {
+    fn from(file: &str) -> Place {
+        Place::file(file)
+    }
+}
+
+impl From<String> for Place {
+    fn from(file: String) -> Place {
+        Place::file(file)
+    }
+}
+
+impl From<&std::path::PathBuf> for Place {
+    fn from(path: &std::path::PathBuf) -> Place {
+        Place::file(path.display().to_string())
+    }
+}
+
+impl From<&std::path::Path> for Place {
+    fn from(path: &std::path::Path) -> Place {
+        Place::file(path.display().to_string())
+    }
+}
 
 #[derive(Debug, Error, Clone)]
 pub enum Error {
@@ -15,31 +126,38 @@ pub enum Error {
     IsDirectory(String),
     #[error("{0}: not a directory")]
     NotDirectory(String),
-    /// Reading a file of the array failed.
-    #[error("{path}: {message}")]
+    /// Reading bytes from the store failed; the I/O error is kept (shared, so the error
+    /// can be cloned to every reader that waited for the same load).
+    #[error("{place}: {source}")]
     Io {
-        path: String,
-        kind: std::io::ErrorKind,
-        message: String,
+        place: Box<Place>,
+        source: Arc<std::io::Error>,
     },
     /// The folder is not a TileDB array fragfs can read.
     #[error("{0}")]
     NotAnArray(String),
-    /// Bytes on disk that cannot be parsed: `context` names fragment, file, tile, chunk.
-    #[error("{context}: {source}")]
+    /// Bytes that cannot be parsed.
+    #[error("{place}: {source}")]
     Format {
-        context: String,
+        place: Box<Place>,
         source: FormatError,
     },
     /// A chunk that cannot be un-filtered.
-    #[error("{context}: {source}")]
+    #[error("{place}: {source}")]
     Filter {
-        context: String,
+        place: Box<Place>,
         source: FilterError,
     },
-    /// Metadata and data disagree (e.g. a tile decodes to the wrong size).
-    #[error("{context}: {reason}")]
-    Corrupt { context: String, reason: String },
+    /// A Filo chunk that cannot be decoded.
+    #[error("{place}: {source}")]
+    Filo {
+        place: Box<Place>,
+        source: FiloError,
+    },
+    /// Metadata and data disagree (e.g. a tile decodes to the wrong size), or a file the
+    /// metadata promises is missing or short.
+    #[error("{place}: {reason}")]
+    Corrupt { place: Box<Place>, reason: String },
     /// The array is encrypted and no key was given.
     #[error(
         "encrypted array: an encryption key is needed (--encryption-key or FRAGFS_ENCRYPTION_KEY)"
@@ -58,44 +176,137 @@ impl Error {
             Error::NotFound(_) => libc::ENOENT,
             Error::IsDirectory(_) => libc::EISDIR,
             Error::NotDirectory(_) => libc::ENOTDIR,
-            Error::Io { kind, .. } if *kind == std::io::ErrorKind::NotFound => libc::ENOENT,
-            Error::Io { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied => libc::EACCES,
+            Error::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => libc::ENOENT,
+                std::io::ErrorKind::PermissionDenied => libc::EACCES,
+                _ => libc::EIO,
+            },
             Error::InvalidArgument(_) => libc::EINVAL,
             _ => libc::EIO,
         }
     }
 
-    pub fn io(path: &std::path::Path, e: std::io::Error) -> Error {
+    /// Whether trying again later may succeed: an I/O failure (a flaky disk, a network
+    /// store answering 503), but not bad bytes, a missing file or a missing key. Loads
+    /// that fail this way are never cached, so a later read tries again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => !matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::PermissionDenied
+                    | std::io::ErrorKind::IsADirectory
+                    | std::io::ErrorKind::NotADirectory
+                    | std::io::ErrorKind::InvalidInput
+            ),
+            _ => false,
+        }
+    }
+
+    /// Where it happened, for errors about bytes of the array.
+    pub fn place(&self) -> Option<&Place> {
+        match self {
+            Error::Io { place, .. }
+            | Error::Format { place, .. }
+            | Error::Filter { place, .. }
+            | Error::Filo { place, .. }
+            | Error::Corrupt { place, .. } => Some(place),
+            _ => None,
+        }
+    }
+
+    /// The same error, said to have happened at `place` (the cause is kept).
+    pub fn at(self, place: Place) -> Error {
+        let place = Box::new(place);
+        match self {
+            Error::Io { source, .. } => Error::Io { place, source },
+            Error::Format { source, .. } => Error::Format { place, source },
+            Error::Filter { source, .. } => Error::Filter { place, source },
+            Error::Filo { source, .. } => Error::Filo { place, source },
+            Error::Corrupt { reason, .. } => Error::Corrupt { place, reason },
+            other => other,
+        }
+    }
+
+    pub fn io(place: impl Into<Place>, e: std::io::Error) -> Error {
         Error::Io {
-            path: path.display().to_string(),
-            kind: e.kind(),
-            message: e.to_string(),
+            place: Box::new(place.into()),
+            source: Arc::new(e),
         }
     }
 
     /// Wraps a parser error with where it happened.
-    pub fn format(context: impl Into<String>, source: FormatError) -> Error {
+    pub fn format(place: impl Into<Place>, source: FormatError) -> Error {
         Error::Format {
-            context: context.into(),
+            place: Box::new(place.into()),
             source,
         }
     }
 
     /// Wraps a filter error with where it happened; a missing key stays a missing key.
-    pub fn filter(context: impl Into<String>, source: FilterError) -> Error {
+    pub fn filter(place: impl Into<Place>, source: FilterError) -> Error {
         match source {
             FilterError::KeyNeeded => Error::KeyNeeded,
             source => Error::Filter {
-                context: context.into(),
+                place: Box::new(place.into()),
                 source,
             },
         }
     }
 
-    pub fn corrupt(context: impl Into<String>, reason: impl Into<String>) -> Error {
+    pub fn filo(place: impl Into<Place>, source: FiloError) -> Error {
+        Error::Filo {
+            place: Box::new(place.into()),
+            source,
+        }
+    }
+
+    pub fn corrupt(place: impl Into<Place>, reason: impl Into<String>) -> Error {
         Error::Corrupt {
-            context: context.into(),
+            place: Box::new(place.into()),
             reason: reason.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_show_the_parts_they_have_in_order() {
+        let p = Place::fragment("__1_1_x_22")
+            .in_file("a0.tdb")
+            .tile(3)
+            .chunk(1);
+        assert_eq!(
+            p.to_string(),
+            "fragment __1_1_x_22, a0.tdb, tile 3, chunk 1"
+        );
+        assert_eq!(
+            Place::file("__schema/s").detail("x").to_string(),
+            "__schema/s, x"
+        );
+        let e = Error::corrupt(p.clone(), "bad");
+        assert_eq!(e.place(), Some(&p));
+        // Boxed places keep errors small, so every `Result` stays cheap to return.
+        assert!(std::mem::size_of::<Error>() <= 80);
+        assert_eq!(
+            e.to_string(),
+            "fragment __1_1_x_22, a0.tdb, tile 3, chunk 1: bad"
+        );
+    }
+
+    #[test]
+    fn io_errors_keep_their_source_and_tell_transient_from_permanent() {
+        let flaky = Error::io("a0.tdb", std::io::Error::other("connection reset"));
+        assert!(flaky.is_transient());
+        assert_eq!(flaky.errno(), libc::EIO);
+        let source = std::error::Error::source(&flaky).map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("connection reset"));
+        let missing = Error::io("a0.tdb", std::io::ErrorKind::NotFound.into());
+        assert!(!missing.is_transient());
+        assert_eq!(missing.errno(), libc::ENOENT);
+        assert!(!Error::corrupt("x", "bad").is_transient());
     }
 }

@@ -1,32 +1,33 @@
 //! The thin FUSE adapter: turns kernel requests into [`FileTree`] calls and view errors
 //! into errnos. No decoding happens here; `fragfs cat` and the mount share every read.
 //!
-//! What makes it kernel-friendly: inode numbers are the nodes themselves (stable, no
-//! table), attributes and entries carry long TTLs because the data is immutable, opens
-//! ask the kernel to keep its page cache, and `readdirplus` returns attributes so `ls -l`
-//! and `find` never need a second request, let alone a decoded tile.
+//! What makes it kernel-friendly: inode numbers come from the tree's node table (stable
+//! for the life of the mount), attributes and entries carry long TTLs because the data is
+//! immutable, opens ask the kernel to keep its page cache, and `readdirplus` returns
+//! attributes so `ls -l` and `find` never need a second request, let alone a decoded tile.
+//!
+//! An open file keeps what it reads (the tree's [`OpenGuard`]): a fragment that TileDB
+//! vacuums while a file of it is open reads on with the bytes it had, as a removed local
+//! file does; its path is gone once the kernel's entry for the fragment folder expires.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, Notifier, OpenAccMode, OpenFlags,
-    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, Session, SessionACL, TimeOrNow,
-    WriteFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, Request, Session, SessionACL, TimeOrNow, WriteFlags,
 };
 
 use crate::error::Error;
-use crate::view::inode::{from_ino, to_ino};
 use crate::view::prefetch::{Prefetcher, Stream};
-use crate::view::tree::FileTree;
-use crate::view::{Kind, Node, Stat};
+use crate::view::{FileTree, Ino, Kind, Lifetime, OpenGuard, Stat};
 
 /// What is inside a fragment never changes, so the kernel may keep what it learnt.
 const TTL: Duration = Duration::from_secs(3600);
@@ -61,20 +62,16 @@ pub struct MountConfig {
     pub exit_on_unmount: bool,
 }
 
-/// One open file: where the reader is, to spot sequential reads.
-#[derive(Debug, Clone, Copy)]
+/// One open file: where the reader is, to spot sequential reads, and what keeps the
+/// file readable until it is closed.
 struct Handle {
-    node: Node,
+    ino: Ino,
     stream: Stream,
+    _keep: Option<OpenGuard>,
 }
 
 pub struct FragFs {
     view: Arc<dyn FileTree>,
-    /// Set once the session exists; used to drop the kernel's cached pages of files
-    /// whose fragment was vacuumed.
-    notifier: Arc<OnceLock<Notifier>>,
-    /// The view generation whose removals were already handled.
-    seen_generation: AtomicU64,
     exit_on_unmount: bool,
     ahead: Prefetcher,
     handles: Mutex<HashMap<u64, Handle>>,
@@ -86,20 +83,14 @@ pub struct FragFs {
 }
 
 impl FragFs {
-    pub fn new(
-        view: Arc<dyn FileTree>,
-        cfg: &MountConfig,
-        notifier: Arc<OnceLock<Notifier>>,
-    ) -> FragFs {
-        let array_time = std::fs::metadata(view.source())
-            .and_then(|m| m.modified())
-            .unwrap_or(UNIX_EPOCH);
+    pub fn new(view: Arc<dyn FileTree>, cfg: &MountConfig) -> FragFs {
+        // The time the tree was opened: the array's own folder time is not something
+        // every store has.
+        let array_time = SystemTime::now();
         FragFs {
             ahead: Prefetcher::new(view.clone(), cfg.threads),
-            seen_generation: AtomicU64::new(view.generation()),
             exit_on_unmount: cfg.exit_on_unmount,
             view,
-            notifier,
             handles: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             // SAFETY: getuid/getgid cannot fail and touch no memory of ours.
@@ -109,8 +100,7 @@ impl FragFs {
         }
     }
 
-    fn attr(&self, node: Node, stat: &Stat) -> Result<FileAttr, Errno> {
-        let ino = to_ino(node).ok_or(Errno::EOVERFLOW)?;
+    fn attr(&self, ino: Ino, stat: &Stat) -> FileAttr {
         let time = stat
             .mtime_ms
             .map_or(self.array_time, |ms| UNIX_EPOCH + Duration::from_millis(ms));
@@ -118,7 +108,7 @@ impl FragFs {
             Kind::Dir => (FileType::Directory, 0o555),
             Kind::File => (FileType::RegularFile, 0o444),
         };
-        Ok(FileAttr {
+        FileAttr {
             ino: INodeNo(ino),
             size: stat.size,
             blocks: stat.size.div_ceil(512),
@@ -134,12 +124,12 @@ impl FragFs {
             rdev: 0,
             flags: 0,
             blksize: BLOCK_SIZE,
-        })
+        }
     }
 
-    fn node_attr(&self, node: Node) -> Result<FileAttr, Errno> {
-        let stat = self.view.stat(node).map_err(|e| errno(&e, node, "stat"))?;
-        self.attr(node, &stat)
+    fn node_attr(&self, ino: Ino) -> Result<FileAttr, Errno> {
+        let stat = self.view.stat(ino).map_err(|e| errno(&e, ino, "stat"))?;
+        Ok(self.attr(ino, &stat))
     }
 
     fn handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
@@ -154,12 +144,10 @@ impl FragFs {
             let Some(h) = handles.get_mut(&fh) else {
                 return;
             };
-            h.stream
-                .read(offset, len, size)
-                .map(|ahead| (h.node, ahead))
+            h.stream.read(offset, len, size).map(|ahead| (h.ino, ahead))
         };
-        if let Some((node, (from, len))) = hint {
-            self.ahead.hint(node, from, len);
+        if let Some((ino, (from, len))) = hint {
+            self.ahead.hint(ino, from, len);
         }
     }
 }
@@ -173,30 +161,25 @@ thread_local! {
 /// A reply buffer grown beyond this (a rare huge read) is not kept.
 const REPLY_KEEP: usize = 4 << 20;
 
-/// How long the kernel may keep an entry or attributes of `node`.
-fn ttl(view: &dyn FileTree, node: Node) -> Duration {
-    match node {
-        Node::Fragment(_) => CHANGING_TTL, // a fragment folder may be vacuumed
-        n if view.is_immutable(n) => TTL,
-        _ => CHANGING_TTL,
+/// How long the kernel may keep an entry or attributes of `ino`.
+fn ttl(view: &dyn FileTree, ino: Ino) -> Duration {
+    match view.lifetime(ino) {
+        Lifetime::Immutable => TTL,
+        Lifetime::Changing => CHANGING_TTL,
     }
-}
-
-fn node(ino: INodeNo) -> Result<Node, Errno> {
-    from_ino(ino.0).ok_or(Errno::ENOENT)
 }
 
 /// The errno for a view error; unexpected ones (bad data, I/O) are logged with the
 /// message that names fragment, file, tile and chunk.
-fn errno(e: &Error, node: Node, op: &str) -> Errno {
+fn errno(e: &Error, ino: Ino, op: &str) -> Errno {
     let code = e.errno();
     if code == libc::EIO {
         let message = e.to_string();
-        if !repeated(node, &message) {
-            log::error!("{op} {node:?}: {message}");
+        if !repeated(ino, &message) {
+            log::error!("{op} inode {ino}: {message}");
         }
     } else {
-        log::debug!("{op} {node:?}: {e}");
+        log::debug!("{op} inode {ino}: {e}");
     }
     Errno::from_i32(code)
 }
@@ -204,23 +187,23 @@ fn errno(e: &Error, node: Node, op: &str) -> Errno {
 /// Whether the same error of the same node was logged a moment ago. The kernel often
 /// asks twice for what failed once (a lookup then its revalidation, a read-ahead then
 /// the page itself): one failure is one log line.
-fn repeated(node: Node, message: &str) -> bool {
+fn repeated(ino: Ino, message: &str) -> bool {
     const WINDOW: Duration = Duration::from_secs(2);
-    static RECENT: Mutex<Vec<(Node, String, std::time::Instant)>> = Mutex::new(Vec::new());
+    static RECENT: Mutex<Vec<(Ino, String, std::time::Instant)>> = Mutex::new(Vec::new());
     let now = std::time::Instant::now();
     let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
     recent.retain(|(_, _, at)| now.duration_since(*at) < WINDOW);
-    if recent.iter().any(|(n, m, _)| *n == node && m == message) {
+    if recent.iter().any(|(n, m, _)| *n == ino && m == message) {
         return true;
     }
-    recent.push((node, message.to_string(), now));
+    recent.push((ino, message.to_string(), now));
     false
 }
 
 impl Filesystem for FragFs {
     fn destroy(&mut self) {
         if self.exit_on_unmount {
-            log::info!("{}: unmounted", self.view.source().display());
+            log::info!("{}: unmounted", self.view.source());
             std::process::exit(0);
         }
     }
@@ -239,15 +222,13 @@ impl Filesystem for FragFs {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let result = (|| {
-            let parent = node(parent)?;
             let name = name.to_str().ok_or(Errno::ENOENT)?;
             let child = self
                 .view
-                .lookup(parent, name)
-                .map_err(|e| errno(&e, parent, "lookup"))?;
-            Ok((child, self.node_attr(child)?))
+                .lookup(parent.0, name)
+                .map_err(|e| errno(&e, parent.0, "lookup"))?;
+            Ok((child.ino, self.node_attr(child.ino)?))
         })();
-        self.forget_vacuumed();
         match result {
             Ok((child, attr)) => reply.entry(&ttl(&*self.view, child), &attr, Generation(0)),
             Err(e) => reply.error(e),
@@ -255,34 +236,35 @@ impl Filesystem for FragFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match node(ino).and_then(|n| Ok((n, self.node_attr(n)?))) {
-            Ok((n, attr)) => reply.attr(&ttl(&*self.view, n), &attr),
+        match self.node_attr(ino.0) {
+            Ok(attr) => reply.attr(&ttl(&*self.view, ino.0), &attr),
             Err(e) => reply.error(e),
         }
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let ino = ino.0;
         let result = (|| {
-            let node = node(ino)?;
             if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
                 return Err(Errno::EROFS);
             }
-            let stat = self.view.stat(node).map_err(|e| errno(&e, node, "open"))?;
+            let stat = self.view.stat(ino).map_err(|e| errno(&e, ino, "open"))?;
             if stat.kind == Kind::Dir {
                 return Err(Errno::EISDIR);
             }
+            let keep = self.view.open(ino).map_err(|e| errno(&e, ino, "open"))?;
             let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
             let handle = Handle {
-                node,
+                ino,
                 stream: Stream::default(),
+                _keep: keep,
             };
             self.handles().insert(fh, handle);
             // Immutable files keep their pages in the kernel; the array-level JSON, which
             // a rescan may change, is read through every time.
-            let flags = if self.view.is_immutable(node) {
-                FopenFlags::FOPEN_KEEP_CACHE
-            } else {
-                FopenFlags::FOPEN_DIRECT_IO
+            let flags = match self.view.lifetime(ino) {
+                Lifetime::Immutable => FopenFlags::FOPEN_KEEP_CACHE,
+                Lifetime::Changing => FopenFlags::FOPEN_DIRECT_IO,
             };
             Ok((fh, flags))
         })();
@@ -303,19 +285,16 @@ impl Filesystem for FragFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let node = match node(ino) {
-            Ok(n) => n,
-            Err(e) => return reply.error(e),
-        };
+        let ino = ino.0;
         // Read-ahead is asked for first, so the disk works while this read decodes.
-        if let Ok(file_size) = self.view.size(node) {
+        if let Ok(file_size) = self.view.size(ino) {
             self.read_ahead(fh.0, offset, u64::from(size), file_size);
         }
         REPLY.with_borrow_mut(|buf| {
             buf.clear();
-            match self.view.read_into(node, offset, u64::from(size), buf) {
+            match self.view.read_into(ino, offset, u64::from(size), buf) {
                 Ok(()) => reply.data(buf),
-                Err(e) => reply.error(errno(&e, node, &format!("read at {offset}"))),
+                Err(e) => reply.error(errno(&e, ino, &format!("read at {offset}"))),
             }
             if buf.capacity() > REPLY_KEEP {
                 *buf = Vec::new();
@@ -360,7 +339,7 @@ impl Filesystem for FragFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match node(ino).and_then(|n| self.node_attr(n)) {
+        match self.node_attr(ino.0) {
             Ok(attr) if attr.kind == FileType::Directory => {
                 reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
             }
@@ -381,16 +360,12 @@ impl Filesystem for FragFs {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        for (i, (name, child)) in entries.iter().enumerate().skip(offset as usize) {
-            let Some(child_ino) = to_ino(*child) else {
-                continue;
+        for (i, (name, child, kind)) in entries.iter().enumerate().skip(offset as usize) {
+            let kind = match kind {
+                Kind::Dir => FileType::Directory,
+                Kind::File => FileType::RegularFile,
             };
-            let kind = if child.is_dir() {
-                FileType::Directory
-            } else {
-                FileType::RegularFile
-            };
-            if reply.add(INodeNo(child_ino), i as u64 + 1, kind, name) {
+            if reply.add(INodeNo(*child), i as u64 + 1, kind, name) {
                 break;
             }
         }
@@ -409,7 +384,7 @@ impl Filesystem for FragFs {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        for (i, (name, child)) in entries.iter().enumerate().skip(offset as usize) {
+        for (i, (name, child, kind)) in entries.iter().enumerate().skip(offset as usize) {
             // A text file not sized yet is listed with attributes that expire at once,
             // so a later `stat` asks (and pays for the counting pass) but `ls` does not.
             let unsized_file = Stat {
@@ -426,11 +401,12 @@ impl Filesystem for FragFs {
                     // Unreadable metadata: listed all the same (hiding it would lie
                     // about the tree), with attributes that expire at once, so its use
                     // reports (and logs) the error.
-                    Err(_) if !child.is_dir() => (self.attr(*child, &unsized_file), Duration::ZERO),
+                    Err(_) if *kind == Kind::File => {
+                        (self.attr(*child, &unsized_file), Duration::ZERO)
+                    }
                     Err(_) => continue,
                 }
             };
-            let Ok(attr) = attr else { continue };
             if reply.add(attr.ino, i as u64 + 1, name, &ttl, &attr, Generation(0)) {
                 break;
             }
@@ -444,7 +420,7 @@ impl Filesystem for FragFs {
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        match node(ino).and_then(|n| self.node_attr(n)) {
+        match self.node_attr(ino.0) {
             Ok(_) if mask.contains(AccessFlags::W_OK) => reply.error(Errno::EROFS),
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
@@ -603,54 +579,18 @@ impl Filesystem for FragFs {
 
 impl FragFs {
     /// A folder's entries with `.` and `..` first, as `readdir` must list them.
-    fn entries(&self, ino: INodeNo) -> Result<Vec<(String, Node)>, Errno> {
-        let dir = node(ino)?;
-        let listed = self.view.list(dir).map_err(|e| errno(&e, dir, "readdir"));
-        self.forget_vacuumed();
-        let listed = listed?;
-        let parent = self.view.parent(dir);
+    fn entries(&self, ino: INodeNo) -> Result<Vec<(String, Ino, Kind)>, Errno> {
+        let dir = ino.0;
+        let listed = self.view.list(dir).map_err(|e| errno(&e, dir, "readdir"))?;
+        let parent = self
+            .view
+            .parent(dir)
+            .map_err(|e| errno(&e, dir, "readdir"))?;
         let mut out = Vec::with_capacity(listed.len() + 2);
-        out.push((".".to_string(), dir));
-        out.push(("..".to_string(), parent));
-        out.extend(listed.into_iter().map(|e| (e.name, e.node)));
+        out.push((".".to_string(), dir, Kind::Dir));
+        out.push(("..".to_string(), parent, Kind::Dir));
+        out.extend(listed.into_iter().map(|e| (e.name, e.ino, e.kind)));
         Ok(out)
-    }
-}
-
-impl FragFs {
-    /// After a rescan removed fragments, drops the kernel's cached pages of files still
-    /// open in them, so their readers get ENOENT from the view, not stale pages. Runs
-    /// on its own thread: a notification sent from a request handler could wait on the
-    /// very inode that handler holds.
-    fn forget_vacuumed(&self) {
-        let generation = self.view.generation();
-        if self.seen_generation.swap(generation, Ordering::AcqRel) == generation {
-            return;
-        }
-        let gone: Vec<u64> = self
-            .handles()
-            .values()
-            .filter(|h| self.view.stat(h.node).is_err())
-            .filter_map(|h| to_ino(h.node))
-            .collect();
-        let Some(notifier) = self.notifier.get().cloned() else {
-            return;
-        };
-        if gone.is_empty() {
-            return;
-        }
-        let spawned = std::thread::Builder::new()
-            .name("fragfs-inval".into())
-            .spawn(move || {
-                for ino in gone {
-                    if let Err(e) = notifier.inval_inode(INodeNo(ino), 0, 0) {
-                        log::debug!("invalidating inode {ino}: {e}");
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            log::warn!("cannot invalidate the pages of vacuumed fragments: {e}");
-        }
     }
 }
 
@@ -687,9 +627,5 @@ pub fn mount(
     mountpoint: &Path,
     cfg: &MountConfig,
 ) -> io::Result<Session<FragFs>> {
-    let notifier = Arc::new(OnceLock::new());
-    let fs = FragFs::new(view, cfg, notifier.clone());
-    let session = Session::new(fs, mountpoint, &fuse_config(cfg))?;
-    let _ = notifier.set(session.notifier());
-    Ok(session)
+    Session::new(FragFs::new(view, cfg), mountpoint, &fuse_config(cfg))
 }

@@ -1,30 +1,29 @@
-//! `fragfs info`: a readable summary of an array and its fragments.
+//! `fragfs info`: the summary a tree gathers ([`Info`]), rendered as text.
 
 use std::fmt::Write;
 
-use crate::array::fragment::dir_size;
-use crate::array::layout;
-use crate::array::Array;
-use crate::view::json::non_empty_domain;
+use crate::view::info::{ArrayInfo, FiloInfo, Info};
 use crate::view::text::iso_ms;
 
-pub fn render(array: &Array) -> String {
+pub fn render(info: &Info) -> String {
+    match info {
+        Info::Array(a) => render_array(a),
+        Info::Filo(f) => render_filo(f),
+    }
+}
+
+fn render_array(a: &ArrayInfo) -> String {
     let mut out = String::new();
-    let latest = array.latest_schema();
-    let s = &latest.schema;
-    let _ = writeln!(out, "array      {}", array.root.display());
+    let s = &a.schema;
+    let _ = writeln!(out, "array      {}", a.location);
     let _ = writeln!(
         out,
         "schema     {} (format {}), {}, tile order {}, cell order {}, capacity {}{}",
-        latest.rel_path,
+        a.schema_file,
         s.version,
-        if s.array_type == crate::format::schema::ArrayType::Dense {
-            "dense"
-        } else {
-            "sparse"
-        },
-        s.tile_order.name(),
-        s.cell_order.name(),
+        if s.dense { "dense" } else { "sparse" },
+        s.tile_order,
+        s.cell_order,
         s.capacity,
         if s.allows_dups {
             ", duplicates allowed"
@@ -33,67 +32,64 @@ pub fn render(array: &Array) -> String {
         }
     );
     for d in &s.dimensions {
-        let _ = writeln!(
-            out,
-            "  dimension {} {}{}",
-            d.name,
-            d.datatype.name(),
-            if d.is_var() { " var" } else { "" }
-        );
+        let var = if d.cell_val_num.is_none() { " var" } else { "" };
+        let _ = writeln!(out, "  dimension {} {}{var}", d.name, d.datatype);
     }
-    for a in &s.attributes {
-        let cvn = if a.is_var() {
-            "var".to_string()
-        } else {
-            a.cell_val_num.to_string()
-        };
-        let filters: Vec<&str> = a.filters.filters.iter().map(|f| f.name()).collect();
+    for at in &s.attributes {
+        let cvn = at.cell_val_num.map_or("var".to_string(), |n| n.to_string());
         let _ = writeln!(
             out,
             "  attribute {} {} x{}{} [{}]",
-            a.name,
-            a.datatype.name(),
+            at.name,
+            at.datatype,
             cvn,
-            if a.nullable { " nullable" } else { "" },
-            filters.join(", ")
+            if at.nullable { " nullable" } else { "" },
+            at.filters.join(", ")
         );
     }
-    if array.schemas.len() > 1 {
+    if a.schema_count > 1 {
         let _ = writeln!(
             out,
             "schemas    {} files (schema evolution)",
-            array.schemas.len()
+            a.schema_count
         );
     }
     let mut versions = std::collections::BTreeSet::new();
-    let _ = writeln!(out, "\nfragments  {} live", array.fragments.len());
+    // Names are as wide as the widest one, so columns stay aligned whatever the names.
+    let width = a
+        .fragments
+        .iter()
+        .map(|f| f.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let _ = writeln!(out, "\nfragments  {} live", a.fragments.len());
     let _ = writeln!(
         out,
-        "  {:<48} {:>6} {:<24} {:<6} {:>10} {:>10}  non-empty domain",
+        "  {:<width$} {:>6} {:<24} {:<6} {:>10} {:>10}  non-empty domain",
         "name", "format", "written at (UTC)", "type", "cells", "bytes"
     );
-    for f in &array.fragments {
-        let size = dir_size(&f.dir);
-        match f.meta(&array.schemas) {
-            Ok(m) => {
-                versions.insert(m.footer.version);
+    for f in &a.fragments {
+        match &f.detail {
+            Ok(d) => {
+                versions.insert(d.format_version);
                 let _ = writeln!(
                     out,
-                    "  {:<48} {:>6} {:<24} {:<6} {:>10} {:>10}  {}",
+                    "  {:<width$} {:>6} {:<24} {:<6} {:>10} {:>10}  {}",
                     f.name,
-                    m.footer.version,
-                    // The end of the timestamp range: a consolidated fragment covers writes from
-                    // its start on, which footer.json shows.
-                    iso_ms(f.timestamps.t2),
-                    if m.footer.dense { "dense" } else { "sparse" },
-                    m.cell_count(),
-                    size,
-                    domain_text(&non_empty_domain(&m))
+                    d.format_version,
+                    // The end of the timestamp range: a consolidated fragment covers
+                    // writes from its start on, which footer.json shows.
+                    iso_ms(f.written_ms),
+                    if d.dense { "dense" } else { "sparse" },
+                    d.cells,
+                    d.bytes,
+                    domain_text(&d.non_empty_domain)
                 );
-                let _ = writeln!(out, "      layout  {}", layout::describe(f, &m));
+                let _ = writeln!(out, "      layout  {}", d.layout);
             }
             Err(e) => {
-                let _ = writeln!(out, "  {:<48} unreadable: {e}", f.name);
+                let _ = writeln!(out, "  {:<width$} unreadable: {e}", f.name);
             }
         }
     }
@@ -101,22 +97,37 @@ pub fn render(array: &Array) -> String {
         out,
         "\nformat versions  fragments {}, schemas {}",
         list(&versions),
-        list(&array.schemas.iter().map(|s| s.schema.version).collect())
+        list(&a.schema_versions)
     );
-    if !array.conditions.is_empty() {
-        let _ = writeln!(
-            out,
-            "delete/update conditions  {}",
-            array.conditions.join(", ")
-        );
+    if !a.conditions.is_empty() {
+        let _ = writeln!(out, "delete/update conditions  {}", a.conditions.join(", "));
     }
-    if array.ignored.is_empty() {
+    if a.ignored.is_empty() {
         let _ = writeln!(out, "ignored    nothing");
     } else {
-        let _ = writeln!(out, "ignored    {}", array.ignored.len());
-        for i in &array.ignored {
-            let _ = writeln!(out, "  {}: {}", i.rel_dir, i.reason);
+        let _ = writeln!(out, "ignored    {}", a.ignored.len());
+        for (dir, reason) in &a.ignored {
+            let _ = writeln!(out, "  {dir}: {reason}");
         }
+    }
+    out
+}
+
+fn render_filo(f: &FiloInfo) -> String {
+    let mut out = format!(
+        "filo       {} ({}), {} rows\n\n  {:<24} {:<10} {:<28} {:>10}  file\n",
+        f.location, f.format_version, f.rows, "column", "type", "vector", "bytes"
+    );
+    for c in &f.columns {
+        let vector = match &c.vector {
+            Ok(kind) => kind.clone(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<10} {:<28} {:>10}  {}",
+            c.name, c.column_type, vector, c.bytes, c.file
+        );
     }
     out
 }

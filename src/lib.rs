@@ -1,8 +1,10 @@
 //! fragfs: TileDB array fragments as plain decoded files.
 //!
-//! Data flows one way: disk bytes -> [`format`](mod@format) (what is where) -> [`filter`] (un-filtered
-//! chunk) -> [`array`](mod@array) (an array on disk) -> [`view`] (bytes of a virtual file) -> FUSE or
-//! the CLI.
+//! Data flows one way: store bytes ([`storage`]) -> [`format`](mod@format) (what is
+//! where) -> [`filter`] (un-filtered chunk) -> [`array`](mod@array) (which fragments, their
+//! metadata) -> [`read`] (bytes and cells of a field) -> [`view`] (the trees of files) ->
+//! FUSE ([`fuse`], [`mount`], [`daemon`]) or the command line ([`info`], [`listing`]).
+//! Lower layers never import higher ones.
 
 pub mod array;
 pub mod daemon;
@@ -12,8 +14,11 @@ pub mod filter;
 pub mod format;
 pub mod fuse;
 pub mod info;
+pub mod lazy;
 pub mod listing;
 pub mod mount;
+pub mod read;
+pub mod storage;
 pub mod view;
 
 pub use error::{Error, Result};

@@ -1,17 +1,15 @@
 //! `fragfs ls`: the tree printed like `ls` / `ls -l` / `ls -R`.
 
 use crate::error::Result;
-use crate::view::tree::FileTree;
-use crate::view::Node;
+use crate::view::{FileTree, Ino, Kind};
 
-fn line(view: &dyn FileTree, node: Node, name: &str, long: bool) -> Result<String> {
+fn line(view: &dyn FileTree, ino: Ino, kind: Kind, name: &str, long: bool) -> Result<String> {
     if !long {
         return Ok(format!("{name}\n"));
     }
-    let (kind, size) = if node.is_dir() {
-        ('d', 0)
-    } else {
-        ('-', view.size(node)?)
+    let (kind, size) = match kind {
+        Kind::Dir => ('d', 0),
+        Kind::File => ('-', view.size(ino)?),
     };
     Ok(format!("{kind} {size:>12} {name}\n"))
 }
@@ -19,13 +17,14 @@ fn line(view: &dyn FileTree, node: Node, name: &str, long: bool) -> Result<Strin
 /// Lists `node` (a folder's entries, or a file itself) at `path`.
 pub fn list(
     view: &dyn FileTree,
-    node: Node,
+    node: Ino,
     path: &str,
     long: bool,
     recursive: bool,
 ) -> Result<String> {
-    if !node.is_dir() {
-        return line(view, node, path, long);
+    let kind = view.stat(node)?.kind;
+    if kind == Kind::File {
+        return line(view, node, kind, path, long);
     }
     let mut out = String::new();
     let mut stack = vec![(path.trim_end_matches('/').to_string(), node)];
@@ -42,9 +41,9 @@ pub fn list(
         let entries = view.list(dir)?;
         let mut subdirs = Vec::new();
         for e in &entries {
-            out.push_str(&line(view, e.node, &e.name, long)?);
-            if recursive && e.node.is_dir() {
-                subdirs.push((format!("{dir_path}/{}", e.name), e.node));
+            out.push_str(&line(view, e.ino, e.kind, &e.name, long)?);
+            if recursive && e.is_dir() {
+                subdirs.push((format!("{dir_path}/{}", e.name), e.ino));
             }
         }
         stack.extend(subdirs.into_iter().rev());

@@ -11,8 +11,7 @@ use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
-use fragfs::view::tree::{open_tree, FileTree};
-use fragfs::view::{Node, DEFAULT_CACHE_SIZE};
+use fragfs::view::{open_tree, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
 fn main() -> ExitCode {
@@ -72,7 +71,7 @@ fn open(args: &ArrayArgs) -> Result<Arc<dyn FileTree>> {
 fn run(command: Command) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let io = |e: std::io::Error| fragfs::Error::io(std::path::Path::new("<stdout>"), e);
+    let io = |e: std::io::Error| fragfs::Error::io("<stdout>", e);
     match command {
         Command::Ls {
             array,
@@ -88,14 +87,15 @@ fn run(command: Command) -> Result<()> {
         Command::Cat { array, path } => {
             let view = open(&array)?;
             let node = view.resolve(&path)?;
-            if node.is_dir() {
+            if view.stat(node)?.kind == Kind::Dir {
                 return Err(fragfs::Error::IsDirectory(path));
             }
             copy_file(&*view, node, &mut out)?;
         }
         Command::Info { array } => {
             let view = open(&array)?;
-            out.write_all(view.info().as_bytes()).map_err(io)?;
+            let text = fragfs::info::render(&view.info()?);
+            out.write_all(text.as_bytes()).map_err(io)?;
         }
         Command::Mount {
             array,
@@ -156,13 +156,15 @@ fn run(command: Command) -> Result<()> {
     out.flush().map_err(io)
 }
 
-/// Streams a file in 1 MiB reads through `read_at`, the same entry point the mount uses.
-fn copy_file(view: &dyn FileTree, node: Node, out: &mut impl Write) -> Result<()> {
+/// Streams a file in 1 MiB reads through `read_into`, as the mount reads it.
+fn copy_file(view: &dyn FileTree, node: Ino, out: &mut impl Write) -> Result<()> {
     const STEP: u64 = 1 << 20;
     let size = view.size(node)?;
     let mut offset = 0;
+    let mut bytes = Vec::new();
     while offset < size {
-        let bytes = view.read_at(node, offset, STEP)?;
+        bytes.clear();
+        view.read_into(node, offset, STEP, &mut bytes)?;
         if bytes.is_empty() {
             break;
         }
@@ -171,7 +173,7 @@ fn copy_file(view: &dyn FileTree, node: Node, out: &mut impl Write) -> Result<()
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 return Ok(());
             }
-            return Err(fragfs::Error::io(std::path::Path::new("<stdout>"), e));
+            return Err(fragfs::Error::io("<stdout>", e));
         }
     }
     Ok(())

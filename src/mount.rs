@@ -12,7 +12,7 @@ use crate::array::OpenOptions;
 use crate::daemon::{self, Reporter, Signals};
 use crate::error::{Error, Result};
 use crate::fuse::{self, MountConfig};
-use crate::view::tree::{open_tree, ChunkOptions, FileTree};
+use crate::view::{open_tree, ChunkOptions, FileTree};
 
 /// Everything `fragfs mount` was asked to do.
 #[derive(Debug, Clone)]

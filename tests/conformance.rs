@@ -22,7 +22,7 @@ fn repo_fixtures_match_tiledb() {
     for (array, expected) in &arrays {
         let checked = check_array(array, expected).and_then(|n| {
             let view = open_view(array, expected).map_err(|e| e.to_string())?;
-            check_info(&view.array(), expected).map(|_| n)
+            check_info(&view, expected).map(|_| n)
         });
         match checked {
             Ok(n) => assert!(n > 0, "{}: no field checked", array.display()),
@@ -116,7 +116,7 @@ fn shared_corpus_tree_lists_and_renders() {
             .map_err(|e| e.to_string())
             .and_then(|view| {
                 walk_tree(&view)?;
-                check_info(&view.array(), expected)
+                check_info(&view, expected)
             });
         if let Err(e) = result {
             failures.push(format!("{}: {e}", array.display()));

@@ -50,14 +50,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
+use fragfs::array::fragment::METADATA_FILE;
 use fragfs::array::fragment::{Fragment, MetadataLayout};
 use fragfs::array::generic_tile::decode_generic_tile;
-use fragfs::array::storage::DataFile;
-use fragfs::array::tile::{FileRole, TileFile};
 use fragfs::array::OpenOptions;
 use fragfs::format::generic_tile::GenericTileHeader;
 use fragfs::format::Filter;
-use fragfs::view::{Node, View};
+use fragfs::read::tile::{FileRole, TileFile};
+use fragfs::view::{ArrayTree, FileTree, Ino, ROOT};
 use fragfs::Error;
 use serde_json::Value;
 
@@ -384,7 +384,12 @@ fn rewrite_generic_tile(
     let tile = metadata.get(at as usize..)?;
     let header = GenericTileHeader::parse(tile).ok()?;
     let end = (header.header_len + header.persisted_size) as usize;
-    let (_, mut payload) = decode_generic_tile(tile.get(..end)?, key, "rewrite").ok()?;
+    let (_, mut payload) = decode_generic_tile(
+        tile.get(..end)?,
+        key,
+        &fragfs::error::Place::file("rewrite"),
+    )
+    .ok()?;
     patch(&mut payload);
     let n = metadata.len();
     let footer_len = u64::from_le_bytes(metadata[n - 8..].try_into().ok()?) as usize;
@@ -402,7 +407,7 @@ fn rewrite_generic_tile(
     Some(out)
 }
 
-fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
+fn fragment_info(view: &ArrayTree, fragment: &Fragment) -> FragmentInfo {
     let meta = fragment.meta(&view.array().schemas).unwrap();
     let mut data: BTreeMap<String, DataFileInfo> = BTreeMap::new();
     for field in meta.fields.iter().filter(|f| f.stored) {
@@ -414,18 +419,20 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
             roles.push(FileRole::Validity);
         }
         for role in roles {
-            let tf = TileFile::open(&meta, field, role, &fragment.dir).unwrap();
+            let tf = TileFile::open(fragment, &meta, field, role).unwrap();
             let rel = format!("{}/{}", fragment.rel_dir, tf.file_name);
-            if data.contains_key(&rel) || !tf.path.is_file() {
+            let Ok(file_len) = fragment.store.size(&tf.key) else {
+                continue;
+            };
+            if data.contains_key(&rel) {
                 continue;
             }
-            let file = DataFile::open(&tf.path).unwrap();
             let mut tiles = Vec::new();
             let mut chunk0 = Vec::new();
             for k in 0..meta.tile_count {
                 let (start, len) = tf.tile_span(k).unwrap();
                 tiles.push((start, len));
-                let first = tf.chunks(&file, k).unwrap().chunks.first().map(|c| {
+                let first = tf.chunks(k, file_len).unwrap().chunks.first().map(|c| {
                     let r = c.data_range();
                     (r.start, r.end - r.start)
                 });
@@ -439,7 +446,7 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
                 rel.clone(),
                 DataFileInfo {
                     rel,
-                    len: file.len(),
+                    len: file_len,
                     tiles,
                     chunk0,
                     outer_checksum,
@@ -447,7 +454,10 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
             );
         }
     }
-    let metadata = std::fs::read(fragment.metadata_path()).unwrap();
+    let metadata = fragment
+        .store
+        .read_all(&fragment.file_key(METADATA_FILE))
+        .unwrap();
     let mut targets = Vec::new();
     // Footer values: the last occurrence of each value's bytes (the footer ends the file).
     let f = &meta.footer;
@@ -559,9 +569,13 @@ fn fragment_info(view: &View, fragment: &Fragment) -> FragmentInfo {
             }
         }
     }
-    let mut files: Vec<String> = std::fs::read_dir(&fragment.dir)
+    let mut files: Vec<String> = fragment
+        .store
+        .list(&fragment.rel_dir)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .into_iter()
+        .filter(|e| !e.is_folder())
+        .map(|e| e.name)
         .collect();
     files.sort();
     FragmentInfo {
@@ -583,7 +597,7 @@ fn flips(rng: &mut Rng, from: u64, len: u64, max: u64) -> Vec<u64> {
 }
 
 /// The damaged copies to make of one source, and what is known of its fragments.
-fn plan(source: &Source, view: &View) -> (Vec<Damage>, Vec<FragmentInfo>) {
+fn plan(source: &Source, view: &ArrayTree) -> (Vec<Damage>, Vec<FragmentInfo>) {
     let mut rng = Rng::new(&source.label);
     let mut out = Vec::new();
     let array = view.array();
@@ -806,7 +820,7 @@ impl Seen {
             Error::Format { source, .. } => source.to_string(),
             Error::Filter { source, .. } => source.to_string(),
             Error::Corrupt { reason, .. } => reason.clone(),
-            Error::Io { message, .. } => message.clone(),
+            Error::Io { source, .. } => source.to_string(),
             other => other.to_string(),
         };
         Seen {
@@ -838,7 +852,7 @@ struct Walk {
 }
 
 /// Reads a file in odd-sized steps, checking each answer against `size()`.
-fn read_file(view: &View, node: Node, walk: &mut Walk, path: &str) -> Result<u64, Error> {
+fn read_file(view: &ArrayTree, node: Ino, walk: &mut Walk, path: &str) -> Result<u64, Error> {
     let size = view.size(node)?;
     let mut hash = DefaultHasher::new();
     let mut pos = 0u64;
@@ -900,7 +914,7 @@ fn walk(array: &Path, options: OpenOptions) -> Walk {
         cache_used: 0,
         reads: 0,
     };
-    let view = match View::open(array, options, VIEW_CACHE) {
+    let view = match ArrayTree::open_path(array, options, VIEW_CACHE) {
         Ok(v) => v,
         Err(e) => {
             w.open_error = Some(Seen::of("", &e));
@@ -914,7 +928,7 @@ fn walk(array: &Path, options: OpenOptions) -> Walk {
         .iter()
         .map(|f| f.name.clone())
         .collect();
-    let mut stack = vec![(String::new(), Node::Root)];
+    let mut stack = vec![(String::new(), ROOT)];
     while let Some((path, dir)) = stack.pop() {
         let entries = match view.list(dir) {
             Ok(e) => e,
@@ -929,11 +943,11 @@ fn walk(array: &Path, options: OpenOptions) -> Walk {
             } else {
                 format!("{path}/{}", e.name)
             };
-            if e.node.is_dir() {
-                stack.push((child, e.node));
+            if e.is_dir() {
+                stack.push((child, e.ino));
                 continue;
             }
-            let r = read_file(&view, e.node, &mut w, &child);
+            let r = read_file(&view, e.ino, &mut w, &child);
             match r {
                 Ok(h) => {
                     w.read.insert(child, h);
@@ -1504,7 +1518,7 @@ fn all_jobs(sources: &[Source]) -> (Vec<(usize, Damage)>, Vec<Intact>) {
     let mut intacts = Vec::new();
     for (s, source) in sources.iter().enumerate() {
         let options = options(&source.expected);
-        let view = View::open(&source.array, options.clone(), VIEW_CACHE)
+        let view = ArrayTree::open_path(&source.array, options.clone(), VIEW_CACHE)
             .unwrap_or_else(|e| panic!("{}: {e}", source.label));
         let (damages, fragments) = plan(source, &view);
         let (walk, _) = walk_in_time(&source.array, options)

@@ -9,10 +9,10 @@ use std::process::Command;
 use common::*;
 use fragfs::array::generic_tile::decode_generic_tile;
 use fragfs::array::OpenOptions;
-use fragfs::view::{Node, View};
+use fragfs::view::{ArrayTree, FileTree, ROOT};
 
 fn read_field(array: &Path, frag: &Path, field: &str, file: &str) -> fragfs::Result<Vec<u8>> {
-    let view = View::open(array, OpenOptions::default(), 1 << 20)?;
+    let view = ArrayTree::open_path(array, OpenOptions::default(), 1 << 20)?;
     let name = frag.file_name().unwrap().to_str().unwrap();
     let node = view.resolve(&format!("fragments/{name}/{field}/{file}"))?;
     read_all(&view, node)
@@ -97,8 +97,12 @@ fn patch_schema(array: &Path, patch: impl Fn(&mut Vec<u8>)) {
         .map(|e| e.unwrap().path())
         .find(|p| p.is_file())
         .unwrap();
-    let (_, mut payload) =
-        decode_generic_tile(&std::fs::read(&entry).unwrap(), None, "schema").unwrap();
+    let (_, mut payload) = decode_generic_tile(
+        &std::fs::read(&entry).unwrap(),
+        None,
+        &fragfs::error::Place::file("schema"),
+    )
+    .unwrap();
     patch(&mut payload);
     let mut tile = Vec::new();
     let chunked_len = 8 + 12 + payload.len() as u64;
@@ -132,7 +136,7 @@ fn unknown_filter_id_is_named() {
         assert_eq!(p[at], 2, "ZSTD filter id expected");
         p[at] = 42;
     });
-    let err = View::open(&array, OpenOptions::default(), 1 << 20)
+    let err = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20)
         .err()
         .unwrap()
         .to_string();
@@ -143,7 +147,7 @@ fn unknown_filter_id_is_named() {
 fn unknown_format_version_is_refused_with_the_range() {
     let (_t, array, frag) = copy_fixture("dense_basic");
     patch_schema(&array, |p| p[..4].copy_from_slice(&24u32.to_le_bytes()));
-    let err = View::open(&array, OpenOptions::default(), 1 << 20)
+    let err = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20)
         .err()
         .unwrap()
         .to_string();
@@ -167,7 +171,7 @@ fn unknown_format_version_is_refused_with_the_range() {
     let start = n - 8 - footer_len;
     bytes[start..start + 4].copy_from_slice(&99u32.to_le_bytes());
     std::fs::write(&meta, bytes).unwrap();
-    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     let name = frag2.file_name().unwrap().to_str().unwrap();
     let err = view
         .resolve(&format!("fragments/{name}/footer.json"))
@@ -239,16 +243,16 @@ fn cat_and_view_never_write_inside_the_array() {
         all
     };
     let before = snapshot(&array);
-    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     walk_tree(&view).unwrap();
-    let mut stack = vec![Node::Root];
+    let mut stack = vec![ROOT];
     let mut read = 0;
     while let Some(dir) = stack.pop() {
         for e in view.list(dir).unwrap() {
-            if e.node.is_dir() {
-                stack.push(e.node);
+            if e.is_dir() {
+                stack.push(e.ino);
             } else {
-                read += read_all(&view, e.node).unwrap().len();
+                read += read_all(&view, e.ino).unwrap().len();
             }
         }
     }
@@ -271,7 +275,7 @@ fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
     let at = bytes.windows(8).rposition(|w| w == domain).unwrap() + 4;
     bytes[at..at + 4].copy_from_slice(&i32::MAX.to_le_bytes());
     std::fs::write(&meta, bytes).unwrap();
-    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     let name = fragment_name(&frag);
     let started = std::time::Instant::now();
     for file in [
@@ -295,7 +299,7 @@ fn a_domain_claiming_billions_of_cells_is_an_error_not_an_endless_file() {
 fn a_missing_fragment_metadata_file_is_eio_naming_it() {
     let (_t, array, frag) = copy_fixture("dense_basic");
     std::fs::remove_file(frag.join("__fragment_metadata.tdb")).unwrap();
-    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     let name = fragment_name(&frag);
     let folder = view.resolve(&format!("fragments/{name}")).unwrap();
     let err = view.list(folder).unwrap_err();
@@ -331,7 +335,7 @@ fn offsets_out_of_order_name_the_offsets_file_and_tile() {
     bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
     std::fs::write(&path, bytes).unwrap();
     let name = fragment_name(&frag);
-    let view = View::open(&array, OpenOptions::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     for file in ["big_zstd/values.txt", "cells.csv"] {
         let node = view.resolve(&format!("fragments/{name}/{file}")).unwrap();
         let err = read_all(&view, node).unwrap_err().to_string();

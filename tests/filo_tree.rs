@@ -14,7 +14,7 @@ use common::*;
 use fragfs::array::OpenOptions;
 use fragfs::filo::ColumnType;
 use fragfs::filo::FormatVersion;
-use fragfs::view::tree::{open_tree, ChunkOptions, FileTree};
+use fragfs::view::{open_tree, ChunkOptions, FileTree};
 use serde_json::Value;
 
 /// Reads a file of the tree, by its path.
@@ -326,19 +326,19 @@ fn every_filo_file_reads_the_same_in_small_pieces_as_whole() {
     )
     .unwrap();
     let mut files = 0;
-    for column in tree.list(fragfs::view::Node::Root).unwrap() {
-        let nodes = if column.node.is_dir() {
-            tree.list(column.node).unwrap()
+    for column in tree.list(fragfs::view::ROOT).unwrap() {
+        let nodes = if column.is_dir() {
+            tree.list(column.ino).unwrap()
         } else {
             vec![column]
         };
         for e in nodes {
-            let size = tree.size(e.node).unwrap();
-            let whole = tree.read_at(e.node, 0, u64::MAX).unwrap();
+            let size = tree.size(e.ino).unwrap();
+            let whole = tree.read_at(e.ino, 0, u64::MAX).unwrap();
             assert_eq!(whole.len() as u64, size, "{}", e.name);
             let mut pieces = Vec::new();
             while (pieces.len() as u64) < size {
-                pieces.extend(tree.read_at(e.node, pieces.len() as u64, 5).unwrap());
+                pieces.extend(tree.read_at(e.ino, pieces.len() as u64, 5).unwrap());
             }
             assert_eq!(pieces, whole, "{}", e.name);
             files += 1;

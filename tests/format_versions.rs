@@ -19,7 +19,7 @@ use std::process::Command;
 
 use common::*;
 use fragfs::array::OpenOptions;
-use fragfs::view::{Node, View};
+use fragfs::view::{ArrayTree, FileTree};
 use serde_json::Value;
 
 /// Every array of `dir` reads as its expected JSON says, and `info` names the format
@@ -33,7 +33,7 @@ fn check_all(dir: &Path) -> Vec<u64> {
         let checked = check_array(array, expected).and_then(|n| {
             let view = open_view(array, expected).map_err(|e| e.to_string())?;
             walk_tree(&view)?;
-            check_info(&view.array(), expected).map(|_| n)
+            check_info(&view, expected).map(|_| n)
         });
         match checked {
             Ok(n) => assert!(n > 0, "{}: no field checked", array.display()),
@@ -57,17 +57,17 @@ fn hand_built_v1_and_v23_arrays_read_as_written() {
     assert_eq!(check_all(&handbuilt()), [1, 23]);
 }
 
-fn view(array: &Path) -> View {
-    View::open(array, OpenOptions::default(), 1 << 20).unwrap()
+fn view(array: &Path) -> ArrayTree {
+    ArrayTree::open_path(array, OpenOptions::default(), 1 << 20).unwrap()
 }
 
-fn json_file(view: &View, path: &str) -> Value {
+fn json_file(view: &ArrayTree, path: &str) -> Value {
     let node = view.resolve(path).unwrap();
     serde_json::from_slice(&read_all(view, node).unwrap()).unwrap()
 }
 
-fn only_fragment(view: &View) -> String {
-    let frags = view.list(Node::FragmentsDir).unwrap();
+fn only_fragment(view: &ArrayTree) -> String {
+    let frags = view.list(view.resolve("fragments").unwrap()).unwrap();
     assert_eq!(frags.len(), 1);
     frags[0].name.clone()
 }

@@ -4,11 +4,11 @@
 mod common;
 
 use common::*;
-use fragfs::view::{Node, View};
+use fragfs::view::{ArrayTree, FileTree, Ino};
 
 /// The `dense_basic` fixture (4 tiles of 16 cells, one chunk each, per field) and the
 /// folder name of its first fragment.
-fn dense_basic() -> (View, String) {
+fn dense_basic() -> (ArrayTree, String) {
     let (array, expected) = fixture("dense_basic");
     let view = open_view(&array, &expected).unwrap();
     let dir = expected["fragments"][0]["fragment_dir"].as_str().unwrap();
@@ -16,7 +16,7 @@ fn dense_basic() -> (View, String) {
     (view, frag)
 }
 
-fn values_bin(view: &View, frag: &str, field: &str) -> Node {
+fn values_bin(view: &ArrayTree, frag: &str, field: &str) -> Ino {
     view.resolve(&format!("fragments/{frag}/{field}/values.bin"))
         .unwrap()
 }
@@ -25,14 +25,14 @@ fn values_bin(view: &View, frag: &str, field: &str) -> Node {
 fn opening_and_listing_fragments_parse_no_fragment_metadata() {
     let (array, expected) = fixture("consolidated");
     let view = open_view(&array, &expected).unwrap();
-    let fragments = view.list(Node::FragmentsDir).unwrap();
+    let fragments = view.list(view.resolve("fragments").unwrap()).unwrap();
     assert!(fragments.len() >= 2);
     for f in &fragments {
-        view.stat(f.node).unwrap();
+        view.stat(f.ino).unwrap();
     }
     assert!(view.array().fragments.iter().all(|f| !f.meta_loaded()));
     // Looking inside one fragment parses that one only.
-    view.list(fragments[0].node).unwrap();
+    view.list(fragments[0].ino).unwrap();
     let loaded: Vec<bool> = view
         .array()
         .fragments

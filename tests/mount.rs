@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::mounting::*;
 use common::*;
-use fragfs::view::{Node, View};
+use fragfs::view::{ArrayTree, FileTree, ROOT};
 
 /// A `fragfs mount` process (daemon or foreground), unmounted and reaped on drop.
 struct Daemon {
@@ -61,9 +61,9 @@ fn walk(root: &Path) -> Vec<String> {
 }
 
 /// The same tree through the view, without FUSE.
-fn view_files(view: &View) -> Vec<String> {
+fn view_files(view: &ArrayTree) -> Vec<String> {
     let mut out = Vec::new();
-    let mut stack = vec![(String::new(), Node::Root)];
+    let mut stack = vec![(String::new(), ROOT)];
     while let Some((path, dir)) = stack.pop() {
         for e in view.list(dir).unwrap() {
             let child = if path.is_empty() {
@@ -71,8 +71,8 @@ fn view_files(view: &View) -> Vec<String> {
             } else {
                 format!("{path}/{}", e.name)
             };
-            if e.node.is_dir() {
-                stack.push((child, e.node));
+            if e.is_dir() {
+                stack.push((child, e.ino));
             } else {
                 out.push(child);
             }
@@ -685,7 +685,7 @@ fn a_file_whose_size_cannot_be_read_is_listed_and_its_eio_logged_once() {
     }
     let (_tmp, array, frag) = copy_fixture("dense_basic");
     // The var tile sizes of big_zstd (slot 7) unreadable: values.bin has no size.
-    let view = View::open(&array, Default::default(), 1 << 20).unwrap();
+    let view = ArrayTree::open_path(&array, Default::default(), 1 << 20).unwrap();
     let at = view.array().fragments[0]
         .meta(&view.array().schemas)
         .unwrap()

@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 use fragfs::array::field::Field;
 use fragfs::array::fragment::{FragmentMeta, METADATA_FILE};
 use fragfs::array::generic_tile::decode_generic_tile;
-use fragfs::array::storage::DataFile;
-use fragfs::array::tile::{FileRole, TileFile};
 use fragfs::array::{Array, OpenOptions};
+use fragfs::error::Place;
 use fragfs::format::chunked::parse_chunks;
 use fragfs::format::footer::{footer_location, FooterLocation};
 use fragfs::format::generic_tile::GenericTileHeader;
 use fragfs::format::{Datatype, Filter, FilterPipeline};
+use fragfs::read::tile::{FileRole, TileFile};
+use fragfs::storage::{LocalStore, Store};
 
 /// Larger inputs slow the fuzzer down without reaching more code.
 const MAX_SEED: usize = 64 << 10;
@@ -121,11 +122,14 @@ fn seed_array(root: &Path, seeds: &mut Seeds) -> fragfs::Result<()> {
             seeds.add("generic_tile", std::fs::read(&path).unwrap_or_default());
         }
     }
-    let array = Array::open(root, OpenOptions { key })?;
+    let array = Array::open(
+        std::sync::Arc::new(LocalStore::open(root)?),
+        OpenOptions { key },
+    )?;
     let mut schema_payloads = BTreeMap::new();
     for s in &array.schemas {
         let bytes = std::fs::read(root.join(&s.rel_path)).unwrap_or_default();
-        let (_, payload) = decode_generic_tile(&bytes, key, &s.rel_path)?;
+        let (_, payload) = decode_generic_tile(&bytes, key, &Place::file(s.rel_path.as_str()))?;
         seeds.add("schema", payload.clone());
         schema_payloads.insert(s.name.clone(), payload);
     }
@@ -133,7 +137,7 @@ fn seed_array(root: &Path, seeds: &mut Seeds) -> fragfs::Result<()> {
         let meta = match fragment.meta(&array.schemas) {
             Ok(meta) => meta,
             Err(e) => {
-                eprintln!("seed_corpus: {}: {e}", fragment.dir.display());
+                eprintln!("seed_corpus: {}: {e}", fragment.rel_dir);
                 continue;
             }
         };
@@ -142,14 +146,14 @@ fn seed_array(root: &Path, seeds: &mut Seeds) -> fragfs::Result<()> {
                 fragment.timestamps.version,
                 &meta,
                 schema,
-                &fragment.metadata_path(),
+                &root.join(fragment.file_key(METADATA_FILE)),
                 seeds,
             );
         }
         for field in meta.fields.iter().filter(|f| f.stored) {
             for role in roles(field) {
-                if let Ok(file) = TileFile::open(&meta, field, role, &fragment.dir) {
-                    seed_tiles(&file, &meta, seeds);
+                if let Ok(file) = TileFile::open(fragment, &meta, field, role) {
+                    seed_tiles(&*fragment.store, &file, &meta, seeds);
                 }
             }
         }
@@ -220,7 +224,9 @@ fn seed_metadata(
     }
     let mut offset = 0;
     while let Ok(header) = GenericTileHeader::parse(&file[offset..]) {
-        if let Ok((_, payload)) = decode_generic_tile(&file[offset..], meta.key(), "seed") {
+        if let Ok((_, payload)) =
+            decode_generic_tile(&file[offset..], meta.key(), &Place::file("seed"))
+        {
             seeds.add("fragment_metadata", with_schema(&payload));
         }
         match offset.checked_add(header.end() as usize) {
@@ -232,16 +238,13 @@ fn seed_metadata(
 
 /// `chunk_pipeline` seeds (whole tiles with their pipeline) and `filters` seeds (each
 /// chunk with the filter that is reversed first).
-fn seed_tiles(file: &TileFile, meta: &FragmentMeta, seeds: &mut Seeds) {
-    let Ok(data) = DataFile::open(&file.path) else {
-        return;
-    };
+fn seed_tiles(store: &dyn Store, file: &TileFile, meta: &FragmentMeta, seeds: &mut Seeds) {
     let ctx = &file.ctx;
     let flags = u8::from(ctx.key.is_some());
     for k in 0..meta.tile_count.min(TILES_PER_FILE) {
         let Ok(tile) = file
             .tile_span(k)
-            .and_then(|(start, len)| data.read(start, len))
+            .and_then(|(start, len)| store.read_range(&file.key, start, len))
         else {
             continue;
         };

@@ -6,12 +6,10 @@
 //! The input layouts are small headers in front of real bytes, so files of real arrays
 //! (cut up by `examples/seed_corpus.rs`) make good seeds.
 
-use std::io::Write;
-
 use fragfs::array::dense_grid::DenseGrid;
 use fragfs::array::field::fragment_fields;
 use fragfs::array::generic_tile::{decode_generic_tile, read_generic_tile};
-use fragfs::array::storage::DataFile;
+use fragfs::error::Place;
 use fragfs::filter::{unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext};
 use fragfs::format::chunked::parse_chunks;
 use fragfs::format::footer::{footer_location, Footer};
@@ -23,6 +21,7 @@ use fragfs::format::legacy_metadata::LegacyMetadata;
 use fragfs::format::pipeline::WebpOptions;
 use fragfs::format::schema::ArraySchema;
 use fragfs::format::{Datatype, Filter, FilterPipeline, Reader};
+use fragfs::storage::MemoryStore;
 
 /// The key of the `encrypted` fixture, so its tiles decrypt and the fuzzer gets past
 /// AES-GCM on seeds taken from it.
@@ -34,19 +33,20 @@ const MAX_TILES: usize = 64;
 
 /// `generic_tile`: a whole file of back-to-back generic tiles (a schema, a fragment's
 /// `__fragment_metadata.tdb`, a `.meta` or `.del` file). Each tile is parsed and decoded
-/// in memory, and read from a file as the array code does.
+/// in memory, and read from a store as the array code does.
 pub fn generic_tile(data: &[u8]) {
     let _ = is_pre_version_1_file(data);
-    let file = TempFile::new(data);
+    let store = MemoryStore::new("fuzz");
+    store.put("f", data.to_vec());
+    let place = Place::file("fuzz");
     let mut offset = 0usize;
     for _ in 0..MAX_TILES {
         let rest = &data[offset..];
         let header = GenericTileHeader::parse(rest);
-        let _ = decode_generic_tile(rest, Some(KEY), "fuzz");
-        let _ = decode_generic_tile(rest, None, "fuzz");
-        if let Some(file) = &file {
-            let _ = read_generic_tile(file, offset as u64, Some(KEY), "fuzz");
-        }
+        let _ = decode_generic_tile(rest, Some(KEY), &place);
+        let _ = decode_generic_tile(rest, None, &place);
+        let len = data.len() as u64;
+        let _ = read_generic_tile(&store, "f", len, offset as u64, Some(KEY), &place);
         let Ok(header) = header else { return };
         match usize::try_from(header.end()) {
             Ok(len) if len < rest.len() => offset += len,
@@ -269,39 +269,6 @@ fn unfilter(pipeline: &FilterPipeline, ctx: &ChunkContext, md: &[u8], data: &[u8
         Some(Filter::Rle { .. } | Filter::Dictionary { .. })
     ) {
         let _ = unfilter_string_chunk(pipeline, ctx, md, data, len);
-    }
-}
-
-/// The input written to a file of its own, for the code that reads through [`DataFile`].
-/// One per process (libFuzzer runs inputs one at a time), removed when dropped.
-struct TempFile {
-    path: std::path::PathBuf,
-    file: DataFile,
-}
-
-impl TempFile {
-    fn new(data: &[u8]) -> Option<TempFile> {
-        let path = std::env::temp_dir().join(format!(
-            "fragfs-fuzz-{}-{:?}.tdb",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::File::create(&path).ok()?.write_all(data).ok()?;
-        let file = DataFile::open(&path).ok()?;
-        Some(TempFile { path, file })
-    }
-}
-
-impl std::ops::Deref for TempFile {
-    type Target = DataFile;
-    fn deref(&self) -> &DataFile {
-        &self.file
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 

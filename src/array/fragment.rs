@@ -5,10 +5,11 @@
 //! Formats 1-2 keep all metadata in one generic tile; it is read at once and presented
 //! like a footer with its lists already loaded, so callers see one kind of fragment.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 use crate::format::error::{FormatError, NEWEST_FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::format::footer::{footer_location, Footer, FooterLocation};
 use crate::format::fragment_metadata::{
@@ -19,28 +20,45 @@ use crate::format::legacy_metadata::LegacyMetadata;
 use crate::format::name::TimestampedName;
 use crate::format::schema::{ArraySchema, ArrayType};
 use crate::format::Reader;
+use crate::lazy::Lazy;
+use crate::storage::{join, Store};
 
 use super::dense_grid::DenseGrid;
 use super::field::{fragment_fields, Field};
 use super::generic_tile::{decode_generic_tile, read_generic_tile};
-use super::storage::DataFile;
 use super::SchemaFile;
 
 pub const METADATA_FILE: &str = "__fragment_metadata.tdb";
 /// The combined coordinates of sparse fragments before v5.
 pub const COORDS_FILE: &str = "__coords.tdb";
 
+/// Bytes read from the end of `__fragment_metadata.tdb` in the first request: the
+/// footer of all but the widest schemas, so loading a fragment costs one read.
+const FOOTER_READ: u64 = 64 << 10;
+
+/// A fragment's identity for the life of the process: unique across every array opened
+/// (groups show several), so caches can key by it, and kept by a fragment across the
+/// rescans that find it still live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FragmentId(pub u64);
+
+impl FragmentId {
+    fn next() -> FragmentId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        FragmentId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 #[derive(Debug)]
 pub struct Fragment {
-    /// Identity within an opened array: positions change when fragments come and go,
-    /// the id stays with the fragment (and so do inode numbers built from it).
-    pub id: usize,
-    pub dir: PathBuf,
+    pub id: FragmentId,
+    pub store: Arc<dyn Store>,
     pub name: String,
+    /// The folder, relative to the array root: `__fragments/<name>` or `<name>`.
     pub rel_dir: String,
     pub timestamps: TimestampedName,
     key: Option<[u8; 32]>,
-    meta: OnceLock<Result<Arc<FragmentMeta>>>,
+    meta: Lazy<Arc<FragmentMeta>>,
 }
 
 /// Which per-slot list of tile positions.
@@ -53,7 +71,7 @@ pub enum TileList {
 }
 
 /// Per-slot lists, each loaded once.
-type LazyLists = Vec<OnceLock<Result<Arc<Vec<u64>>>>>;
+type LazyLists = Vec<Lazy<Arc<Vec<u64>>>>;
 
 #[derive(Debug)]
 pub struct FragmentMeta {
@@ -67,10 +85,20 @@ pub struct FragmentMeta {
     pub last_tile_cells: u64,
     /// How `__fragment_metadata.tdb` is organised.
     pub layout: MetadataLayout,
-    metadata_path: PathBuf,
+    store: Arc<dyn Store>,
+    metadata_key: String,
+    metadata_len: u64,
     key: Option<[u8; 32]>,
-    context: String,
+    place: Place,
     lists: [LazyLists; 4],
+    /// Per slot of a var field: where each var tile starts in `values.bin`, and the
+    /// total; derived from the var sizes once per fragment.
+    var_starts: LazyLists,
+    /// The fragment folder, relative to the array root.
+    rel_dir: String,
+    /// The sizes of the fragment's files, from one listing of its folder (on object
+    /// storage sizes come with the listing; no request per file).
+    file_sizes: Lazy<Arc<HashMap<String, u64>>>,
     /// v1/v2: the flat MBR list of the whole-file metadata (there is no R-tree yet).
     legacy_mbrs: Option<Vec<Mbr>>,
 }
@@ -98,48 +126,63 @@ impl MetadataLayout {
 
 impl Fragment {
     pub fn new(
-        id: usize,
-        dir: PathBuf,
+        store: Arc<dyn Store>,
         name: String,
         rel_dir: String,
         timestamps: TimestampedName,
         key: Option<[u8; 32]>,
     ) -> Fragment {
         Fragment {
-            id,
-            dir,
+            id: FragmentId::next(),
+            store,
             name,
             rel_dir,
             timestamps,
             key,
-            meta: OnceLock::new(),
+            meta: Lazy::default(),
         }
     }
 
-    /// The fragment's metadata, parsed on first call.
+    /// The fragment's metadata, parsed on first call (a transient failure to read it is
+    /// tried again on the next).
     pub fn meta(&self, schemas: &[SchemaFile]) -> Result<Arc<FragmentMeta>> {
         self.meta
-            .get_or_init(|| FragmentMeta::load(self, schemas).map(Arc::new))
-            .clone()
+            .get_or_load(|| FragmentMeta::load(self, schemas).map(Arc::new))
     }
 
     /// Whether the metadata was parsed already (for tests of laziness).
     pub fn meta_loaded(&self) -> bool {
-        self.meta.get().is_some()
+        self.meta.is_loaded()
     }
 
-    pub fn metadata_path(&self) -> PathBuf {
-        self.dir.join(METADATA_FILE)
+    /// The store key of a file of the fragment.
+    pub fn file_key(&self, file: &str) -> String {
+        join(&self.rel_dir, file)
+    }
+
+    /// Errors about this fragment name it.
+    pub fn place(&self) -> Place {
+        Place::fragment(self.name.as_str())
+    }
+
+    /// Bytes on disk of the fragment's files (for `info` and `array.json`).
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self
+            .store
+            .list(&self.rel_dir)?
+            .iter()
+            .filter_map(|e| e.size)
+            .sum())
     }
 }
 
 impl FragmentMeta {
     fn load(fragment: &Fragment, schemas: &[SchemaFile]) -> Result<FragmentMeta> {
-        let context = format!("fragment {}", fragment.name);
+        let place = fragment.place();
         let name_version = fragment.timestamps.version;
         if !(OLDEST_FORMAT_VERSION..=NEWEST_FORMAT_VERSION).contains(&name_version) {
             return Err(Error::format(
-                &context,
+                place,
                 FormatError::UnsupportedVersion {
                     what: "fragment name",
                     found: name_version,
@@ -148,20 +191,29 @@ impl FragmentMeta {
         }
         // TileDB picks the loader by the version in the name: generation ONE names
         // (which claim 2) and any name of version 1 or 2 have whole-file metadata.
+        let metadata_key = fragment.file_key(METADATA_FILE);
+        let metadata_place = place.clone().in_file(METADATA_FILE);
+        let metadata_len = metadata_size(&*fragment.store, &metadata_key, &metadata_place)?;
+        let file = MetadataFile {
+            store: &*fragment.store,
+            key: &metadata_key,
+            len: metadata_len,
+            place: &metadata_place,
+        };
         let Loaded {
             footer,
             schema_file,
             layout,
             whole_file,
         } = if name_version <= 2 {
-            load_whole_file(fragment, schemas, &context)?
+            load_whole_file(fragment, schemas, &file)?
         } else {
-            load_footer(fragment, schemas, &context)?
+            load_footer(fragment, schemas, &file)?
         };
         let schema = schema_file.schema.clone();
         let fields = fragment_fields(&schema, &footer);
         let (tile_count, cells_per_tile, last_tile_cells) = if footer.dense {
-            dense_tiling(&schema, &footer).map_err(|r| Error::corrupt(&context, r))?
+            dense_tiling(&schema, &footer).map_err(|r| Error::corrupt(place.clone(), r))?
         } else {
             let last = if footer.sparse_tile_num == 0 {
                 0
@@ -176,7 +228,7 @@ impl FragmentMeta {
                 let loaded = |lists: Vec<Vec<u64>>| -> LazyLists {
                     lists
                         .into_iter()
-                        .map(|l| OnceLock::from(Ok(Arc::new(l))))
+                        .map(|l| Lazy::loaded(Arc::new(l)))
                         .collect()
                 };
                 (
@@ -191,10 +243,13 @@ impl FragmentMeta {
             }
             None => {
                 let slots = footer.slot_count(&schema);
-                let lazy = || (0..slots).map(|_| OnceLock::new()).collect::<Vec<_>>();
+                let lazy = || (0..slots).map(|_| Lazy::default()).collect::<Vec<_>>();
                 ([lazy(), lazy(), lazy(), lazy()], None)
             }
         };
+        let var_starts = (0..footer.slot_count(&schema).max(fields.len() + 1))
+            .map(|_| Lazy::default())
+            .collect();
         Ok(FragmentMeta {
             footer,
             schema,
@@ -204,10 +259,15 @@ impl FragmentMeta {
             cells_per_tile,
             last_tile_cells,
             layout,
-            metadata_path: fragment.metadata_path(),
+            store: fragment.store.clone(),
+            metadata_key,
+            metadata_len,
             key: fragment.key,
-            context,
+            place,
             lists,
+            var_starts,
+            rel_dir: fragment.rel_dir.clone(),
+            file_sizes: Lazy::default(),
             legacy_mbrs,
         })
     }
@@ -245,25 +305,90 @@ impl FragmentMeta {
                 (&f.tile_validity_offsets_offsets, "tile validity offsets")
             }
         };
-        let cell = self.lists[which as usize]
-            .get(slot)
-            .ok_or_else(|| Error::corrupt(&self.context, format!("no {label} for slot {slot}")))?;
-        cell.get_or_init(|| {
-            let what = format!("{}, {METADATA_FILE}, {label} of slot {slot}", self.context);
-            let at = *offsets
-                .get(slot)
-                .ok_or_else(|| Error::corrupt(&what, "footer has no offset for this slot"))?;
+        let cell = self.lists[which as usize].get(slot).ok_or_else(|| {
+            Error::corrupt(self.place.clone(), format!("no {label} for slot {slot}"))
+        })?;
+        cell.get_or_load(|| {
+            let what = self.metadata_place(format!("{label} of slot {slot}"));
+            let at = *offsets.get(slot).ok_or_else(|| {
+                Error::corrupt(what.clone(), "footer has no offset for this slot")
+            })?;
             let bytes = self.generic_tile(at, &what)?;
             parse_u64_list(&bytes, label)
                 .map(Arc::new)
-                .map_err(|e| Error::format(&what, e))
+                .map_err(|e| Error::format(what, e))
         })
-        .clone()
     }
 
-    fn generic_tile(&self, offset: u64, what: &str) -> Result<Vec<u8>> {
-        let file = open_metadata(&self.metadata_path, what)?;
-        read_generic_tile(&file, offset, self.key, what)
+    /// Where each var tile of the field in `slot` starts in its `values.bin`, plus the
+    /// total at the end: computed from the var sizes once per fragment and kept.
+    pub fn var_tile_starts(&self, slot: usize, var_file: &str) -> Result<Arc<Vec<u64>>> {
+        let cell = self.var_starts.get(slot).ok_or_else(|| {
+            Error::corrupt(self.place.clone(), format!("no var sizes for slot {slot}"))
+        })?;
+        cell.get_or_load(|| {
+            let sizes = self.tile_list(TileList::VarSizes, slot)?;
+            let n = self.tile_count as usize;
+            if sizes.len() < n {
+                return Err(Error::corrupt(
+                    self.place
+                        .clone()
+                        .in_file(var_file)
+                        .tile(sizes.len() as u64),
+                    format!(
+                        "{METADATA_FILE} lists {} var tile sizes for {n} tiles",
+                        sizes.len()
+                    ),
+                ));
+            }
+            let mut starts = Vec::with_capacity(n + 1);
+            let mut total = 0u64;
+            for &s in &sizes[..n] {
+                starts.push(total);
+                total = total.saturating_add(s);
+            }
+            starts.push(total);
+            Ok(Arc::new(starts))
+        })
+    }
+
+    /// The size of the fragment's file `name`. A file the metadata needs but the folder
+    /// does not hold is bad data, reported naming `place` (the tile that needed it).
+    pub fn file_size(&self, name: &str, place: &Place) -> Result<u64> {
+        let sizes = self.file_sizes.get_or_load(|| {
+            let listed = self.store.list(&self.rel_dir)?;
+            Ok(Arc::new(
+                listed
+                    .into_iter()
+                    .filter_map(|e| Some((e.name, e.size?)))
+                    .collect(),
+            ))
+        })?;
+        match sizes.get(name) {
+            Some(&size) => Ok(size),
+            // Not listed (missing, or a symbolic link, which listings skip): ask for it
+            // by name, for the reason.
+            None => self
+                .store
+                .size(&join(&self.rel_dir, name))
+                .map_err(|e| missing_is_corrupt(e, place)),
+        }
+    }
+
+    /// `fragment F, __fragment_metadata.tdb, <detail>`.
+    fn metadata_place(&self, detail: String) -> Place {
+        self.place.clone().in_file(METADATA_FILE).detail(detail)
+    }
+
+    fn generic_tile(&self, offset: u64, place: &Place) -> Result<Vec<u8>> {
+        read_generic_tile(
+            &*self.store,
+            &self.metadata_key,
+            self.metadata_len,
+            offset,
+            self.key,
+            place,
+        )
     }
 
     /// The R-tree (sparse fragments: one leaf MBR per tile). For v1/v2 fragments, which
@@ -275,10 +400,10 @@ impl FragmentMeta {
                 levels: vec![mbrs.clone()],
             });
         }
-        let what = format!("{}, {METADATA_FILE}, R-tree", self.context);
+        let what = self.metadata_place("R-tree".into());
         let bytes = self.generic_tile(self.footer.rtree_offset, &what)?;
         RTree::parse(&bytes, self.footer.version, &self.schema.dimensions)
-            .map_err(|e| Error::format(&what, e))
+            .map_err(|e| Error::format(what, e))
     }
 
     /// Per-tile min and max of a slot (v11+; empty when the field has none).
@@ -316,8 +441,8 @@ impl FragmentMeta {
             return Ok(Default::default());
         };
         let load = |at: u64, which: &str| {
-            let what = format!("{}, {METADATA_FILE}, {kind} {which} {of}", self.context);
-            TileBounds::parse(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
+            let what = self.metadata_place(format!("{kind} {which} {of}"));
+            TileBounds::parse(&self.generic_tile(at, &what)?).map_err(|e| Error::format(what, e))
         };
         Ok((load(min_at, "mins")?, load(max_at, "maxes")?))
     }
@@ -326,48 +451,47 @@ impl FragmentMeta {
         let Some(&at) = self.footer.tile_sum_offsets.get(slot) else {
             return Ok(Vec::new());
         };
-        let what = format!(
-            "{}, {METADATA_FILE}, tile sums of slot {slot}",
-            self.context
-        );
-        parse_sums(&self.generic_tile(at, &what)?).map_err(|e| Error::format(&what, e))
+        let what = self.metadata_place(format!("tile sums of slot {slot}"));
+        parse_sums(&self.generic_tile(at, &what)?).map_err(|e| Error::format(what, e))
     }
 
     pub fn tile_null_counts(&self, slot: usize) -> Result<Vec<u64>> {
         let Some(&at) = self.footer.tile_null_count_offsets.get(slot) else {
             return Ok(Vec::new());
         };
-        let what = format!(
-            "{}, {METADATA_FILE}, tile null counts of slot {slot}",
-            self.context
-        );
+        let what = self.metadata_place(format!("tile null counts of slot {slot}"));
         parse_u64_list(&self.generic_tile(at, &what)?, "tile null counts")
-            .map_err(|e| Error::format(&what, e))
+            .map_err(|e| Error::format(what, e))
     }
 
     pub fn fragment_stats(&self) -> Result<Option<Vec<FieldStats>>> {
         let Some(at) = self.footer.fragment_min_max_sum_null_count_offset else {
             return Ok(None);
         };
-        let what = format!("{}, {METADATA_FILE}, fragment statistics", self.context);
+        let what = self.metadata_place("fragment statistics".into());
         let slots = self.footer.slot_count(&self.schema);
         parse_fragment_stats(&self.generic_tile(at, &what)?, slots)
             .map(Some)
-            .map_err(|e| Error::format(&what, e))
+            .map_err(|e| Error::format(what, e))
     }
 
     pub fn processed_conditions(&self) -> Result<Option<Vec<String>>> {
         let Some(at) = self.footer.processed_conditions_offset else {
             return Ok(None);
         };
-        let what = format!("{}, {METADATA_FILE}, processed conditions", self.context);
+        let what = self.metadata_place("processed conditions".into());
         parse_processed_conditions(&self.generic_tile(at, &what)?)
             .map(Some)
-            .map_err(|e| Error::format(&what, e))
+            .map_err(|e| Error::format(what, e))
     }
 
-    pub fn context(&self) -> &str {
-        &self.context
+    /// `fragment <name>`: where errors about this fragment happen.
+    pub fn place(&self) -> &Place {
+        &self.place
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// The AES-256-GCM key, set only for encrypted arrays.
@@ -386,13 +510,35 @@ struct Loaded<'a> {
     whole_file: Option<LegacyMetadata>,
 }
 
-/// Opens a fragment's metadata file. The fragment is listed, so a missing or unreadable
-/// file is bad data (EIO naming it), not a missing virtual file (ENOENT).
-fn open_metadata(path: &Path, what: &str) -> Result<DataFile> {
-    DataFile::open(path).map_err(|e| match e {
-        Error::Io { message, .. } => Error::corrupt(what, format!("cannot open: {message}")),
-        e => e,
-    })
+/// `__fragment_metadata.tdb` of the fragment being loaded.
+struct MetadataFile<'a> {
+    store: &'a dyn Store,
+    key: &'a str,
+    len: u64,
+    place: &'a Place,
+}
+
+impl MetadataFile<'_> {
+    fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.store
+            .read_range(self.key, offset, len)
+            .map_err(|e| missing_is_corrupt(e, self.place))
+    }
+}
+
+/// The size of a fragment's metadata file. The fragment is listed, so a missing file is
+/// bad data (EIO naming it), not a missing virtual file (ENOENT).
+fn metadata_size(store: &dyn Store, key: &str, place: &Place) -> Result<u64> {
+    store.size(key).map_err(|e| missing_is_corrupt(e, place))
+}
+
+fn missing_is_corrupt(e: Error, place: &Place) -> Error {
+    match &e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corrupt(place.clone(), format!("cannot open: {source}"))
+        }
+        _ => e.at(place.clone()),
+    }
 }
 
 /// Formats 1-2: the whole `__fragment_metadata.tdb` is one generic tile
@@ -400,22 +546,30 @@ fn open_metadata(path: &Path, what: &str) -> Result<DataFile> {
 fn load_whole_file<'a>(
     fragment: &Fragment,
     schemas: &'a [SchemaFile],
-    context: &str,
+    file: &MetadataFile<'_>,
 ) -> Result<Loaded<'a>> {
-    let what = format!("{context}, {METADATA_FILE}");
     let schema_file = schemas
         .iter()
         .find(|s| s.name == super::LEGACY_SCHEMA)
-        .ok_or_else(|| Error::corrupt(context, "no __array_schema.tdb for a v1-v2 fragment"))?;
-    let bytes = open_metadata(&fragment.metadata_path(), &what)?.read_all()?;
-    let (_, payload) = decode_generic_tile(&bytes, fragment.key, &what)?;
+        .ok_or_else(|| {
+            Error::corrupt(
+                fragment.place(),
+                "no __array_schema.tdb for a v1-v2 fragment",
+            )
+        })?;
+    let bytes = file.read(0, file.len)?;
+    let (_, payload) = decode_generic_tile(&bytes, fragment.key, file.place)?;
     let metadata = LegacyMetadata::parse(&payload, &schema_file.schema)
-        .map_err(|e| Error::format(&what, e))?;
+        .map_err(|e| Error::format(file.place.clone(), e))?;
     // There is no dense flag yet: only sparse fragments have coordinates, and a sparse
     // array has only sparse fragments (so a lost __coords.tdb is reported as lost, not
     // taken for a dense fragment).
-    let dense = schema_file.schema.array_type == ArrayType::Dense
-        && !fragment.dir.join(COORDS_FILE).is_file();
+    let has_coords = fragment
+        .store
+        .list(&fragment.rel_dir)?
+        .iter()
+        .any(|e| e.name == COORDS_FILE && !e.is_folder());
+    let dense = schema_file.schema.array_type == ArrayType::Dense && !has_coords;
     Ok(Loaded {
         footer: metadata.footer(dense),
         schema_file,
@@ -429,10 +583,9 @@ fn load_whole_file<'a>(
 fn load_footer<'a>(
     fragment: &Fragment,
     schemas: &'a [SchemaFile],
-    context: &str,
+    file: &MetadataFile<'_>,
 ) -> Result<Loaded<'a>> {
-    let what = format!("{context}, {METADATA_FILE}");
-    let file = open_metadata(&fragment.metadata_path(), &what)?;
+    let what = file.place;
     // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
     let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
     let name_version = fragment.timestamps.version;
@@ -441,47 +594,54 @@ fn load_footer<'a>(
     } else {
         let schema = legacy
             .or(schemas.first())
-            .ok_or_else(|| Error::corrupt(context, "no schema for a pre-v10 fragment"))?;
+            .ok_or_else(|| Error::corrupt(fragment.place(), "no schema for a pre-v10 fragment"))?;
         footer_location(name_version, &schema.schema)
     };
+    // One read of the file's end holds the footer of all but the widest schemas.
+    let tail_len = FOOTER_READ.min(file.len);
+    let tail_start = file.len - tail_len;
+    let tail = file.read(tail_start, tail_len)?;
     let (footer_bytes, layout) = match location {
         FooterLocation::Trailing => (
-            read_trailing_footer(&file, context)?,
+            read_trailing_footer(file, &tail, tail_start)?,
             MetadataLayout::TrailingFooter,
         ),
         FooterLocation::Computed(len) => {
-            let start = file.len().checked_sub(len).ok_or_else(|| {
+            let start = file.len.checked_sub(len).ok_or_else(|| {
                 Error::corrupt(
-                    &what,
+                    what.clone(),
                     format!(
                         "file of {} bytes is shorter than its {len}-byte footer",
-                        file.len()
+                        file.len
                     ),
                 )
             })?;
-            (file.read(start, len)?, MetadataLayout::ComputedFooter)
+            (
+                from_tail(file, &tail, tail_start, start, len)?,
+                MetadataLayout::ComputedFooter,
+            )
         }
     };
     let version_in_footer = Reader::new(&footer_bytes)
         .u32("footer version")
-        .map_err(|e| Error::format(&what, e))?;
+        .map_err(|e| Error::format(what.clone(), e))?;
     let schema_file = if version_in_footer >= 10 {
         let mut r = Reader::new(&footer_bytes);
         let name = r
             .u32("footer version")
             .and_then(|_| r.string_u64("array schema name"))
-            .map_err(|e| Error::format(&what, e))?;
+            .map_err(|e| Error::format(what.clone(), e))?;
         let n = name.trim_start_matches('/').to_string();
         schemas.iter().find(|s| s.name == n).ok_or_else(|| {
             Error::corrupt(
-                &what,
+                what.clone(),
                 format!("footer names schema {n}, which is not in __schema/"),
             )
         })?
     } else {
         legacy.ok_or_else(|| {
             Error::corrupt(
-                &what,
+                what.clone(),
                 format!(
                     "footer of format version {version_in_footer} needs __array_schema.tdb, \
                      which the array does not have"
@@ -490,7 +650,7 @@ fn load_footer<'a>(
         })?
     };
     let footer = Footer::parse(&footer_bytes, &schema_file.schema)
-        .map_err(|e| Error::format(format!("{what} footer"), e))?;
+        .map_err(|e| Error::format(what.clone().detail("footer"), e))?;
     Ok(Loaded {
         footer,
         schema_file,
@@ -499,26 +659,44 @@ fn load_footer<'a>(
     })
 }
 
-fn read_trailing_footer(file: &DataFile, context: &str) -> Result<Vec<u8>> {
-    let what = format!("{context}, {METADATA_FILE}");
-    let len_at = file.len().checked_sub(8).ok_or_else(|| {
-        Error::corrupt(&what, format!("file of {} bytes has no footer", file.len()))
+/// Bytes `[start, start + len)` of the file: from `tail` (which holds the file from
+/// `tail_start` on) when it has them, else read.
+fn from_tail(
+    file: &MetadataFile<'_>,
+    tail: &[u8],
+    tail_start: u64,
+    start: u64,
+    len: u64,
+) -> Result<Vec<u8>> {
+    match start.checked_sub(tail_start) {
+        Some(at) => tail
+            .get(at as usize..(at + len) as usize)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| Error::corrupt(file.place.clone(), "short read")),
+        None => file.read(start, len),
+    }
+}
+
+fn read_trailing_footer(file: &MetadataFile<'_>, tail: &[u8], tail_start: u64) -> Result<Vec<u8>> {
+    let what = file.place;
+    let len_at = file.len.checked_sub(8).ok_or_else(|| {
+        Error::corrupt(
+            what.clone(),
+            format!("file of {} bytes has no footer", file.len),
+        )
     })?;
-    let raw = file.read(len_at, 8)?;
+    let raw = from_tail(file, tail, tail_start, len_at, 8)?;
     let len = u64::from_le_bytes(
         raw.try_into()
-            .map_err(|_| Error::corrupt(&what, "short read"))?,
+            .map_err(|_| Error::corrupt(what.clone(), "short read"))?,
     );
     let start = len_at.checked_sub(len).ok_or_else(|| {
         Error::corrupt(
-            &what,
-            format!(
-                "footer length {len} exceeds the file's {} bytes",
-                file.len()
-            ),
+            what.clone(),
+            format!("footer length {len} exceeds the file's {} bytes", file.len),
         )
     })?;
-    file.read(start, len)
+    from_tail(file, tail, tail_start, start, len)
 }
 
 /// Tile count and cells per tile of a dense fragment: every space tile that intersects the
@@ -533,17 +711,4 @@ fn dense_tiling(
         grid.cells_per_tile(),
         grid.cells_per_tile(),
     ))
-}
-
-/// Reads the fragment folder's total size on disk (for `info`).
-pub fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
 }

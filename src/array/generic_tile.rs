@@ -1,22 +1,26 @@
 //! Decoding generic tiles (schemas, fragment-metadata pieces, `.meta`, `.del`) through the
 //! filter pipeline stored in their header.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 use crate::filter::{unfilter_chunk, ChunkContext};
 use crate::format::chunked::parse_chunks;
 use crate::format::generic_tile::{GenericTileHeader, BASE_HEADER_LEN};
 use crate::format::{Datatype, Reader};
+use crate::storage::Store;
 
-use super::storage::DataFile;
+/// Bytes read past a generic tile's base header in the first request: the header's
+/// filter pipeline and, for the small tiles of fragment metadata, the whole tile, so
+/// most tiles cost one request.
+const FIRST_READ: u64 = 4096;
 
-/// Un-filters a generic tile held in memory (`bytes` starts at its header). `what` names
-/// it in errors. Returns the header and the payload.
+/// Un-filters a generic tile held in memory (`bytes` starts at its header). `place`
+/// names it in errors. Returns the header and the payload.
 pub fn decode_generic_tile(
     bytes: &[u8],
     key: Option<[u8; 32]>,
-    what: &str,
+    place: &Place,
 ) -> Result<(GenericTileHeader, Vec<u8>)> {
-    let header = GenericTileHeader::parse(bytes).map_err(|e| Error::format(what, e))?;
+    let header = GenericTileHeader::parse(bytes).map_err(|e| Error::format(place.clone(), e))?;
     if header.encryption_type == 1 && key.is_none() {
         return Err(Error::KeyNeeded);
     }
@@ -26,8 +30,8 @@ pub fn decode_generic_tile(
             let mut r = Reader::new(&bytes[header.header_len as usize..]);
             r.bytes(header.persisted_size, "generic tile data")
         })
-        .map_err(|e| Error::format(what, e))?;
-    let chunks = parse_chunks(data).map_err(|e| Error::format(what, e))?;
+        .map_err(|e| Error::format(place.clone(), e))?;
+    let chunks = parse_chunks(data).map_err(|e| Error::format(place.clone(), e))?;
     let ctx = ChunkContext {
         field_type: Datatype::from_u8(header.datatype).unwrap_or(Datatype::Char),
         cell_size: header.cell_size,
@@ -39,12 +43,12 @@ pub fn decode_generic_tile(
         let md = &data[chunk.metadata_range().start as usize..chunk.metadata_range().end as usize];
         let filtered = &data[chunk.data_range().start as usize..chunk.data_range().end as usize];
         let out = unfilter_chunk(&header.pipeline, &ctx, md, filtered, chunk.unfiltered_len)
-            .map_err(|e| Error::filter(format!("{what}, chunk {i}"), e))?;
+            .map_err(|e| Error::filter(place.clone().chunk(i), e))?;
         payload.extend_from_slice(&out);
     }
     if payload.len() as u64 != header.tile_size {
         return Err(Error::corrupt(
-            what,
+            place.clone(),
             format!(
                 "generic tile decodes to {} bytes, header says {}",
                 payload.len(),
@@ -55,16 +59,21 @@ pub fn decode_generic_tile(
     Ok((header, payload))
 }
 
-/// Reads and decodes the generic tile that starts at `offset` in `file`.
+/// Reads and decodes the generic tile that starts at `offset` of object `file` (of
+/// `file_len` bytes): one request for a small tile, two for a large one.
 pub fn read_generic_tile(
-    file: &DataFile,
+    store: &dyn Store,
+    file: &str,
+    file_len: u64,
     offset: u64,
     key: Option<[u8; 32]>,
-    what: &str,
+    place: &Place,
 ) -> Result<Vec<u8>> {
-    let base_len = BASE_HEADER_LEN.min(file.len().saturating_sub(offset));
-    let base = file.read(offset, base_len)?;
-    let mut r = Reader::new(&base);
+    let first = (BASE_HEADER_LEN + FIRST_READ).min(file_len.saturating_sub(offset));
+    let mut bytes = store
+        .read_range(file, offset, first)
+        .map_err(|e| e.at(place.clone()))?;
+    let mut r = Reader::new(&bytes);
     let sizes = (|| {
         r.u32("generic tile version")?;
         let persisted = r.u64("generic tile persisted size")?;
@@ -73,25 +82,29 @@ pub fn read_generic_tile(
         let pipeline = r.u32("generic tile pipeline size")?;
         Ok::<_, crate::format::FormatError>((persisted, pipeline))
     })();
-    let (persisted, pipeline) = sizes.map_err(|e| Error::format(what, e))?;
+    let (persisted, pipeline) = sizes.map_err(|e| Error::format(place.clone(), e))?;
     // Saturating: a corrupt persisted size of 0xFFFF.. must be refused, not overflow.
     let total = (BASE_HEADER_LEN + pipeline as u64).saturating_add(persisted);
-    if offset.saturating_add(total) > file.len() {
+    if offset.saturating_add(total) > file_len {
         return Err(Error::corrupt(
-            what,
-            format!(
-                "generic tile at byte {offset} claims {total} bytes, the file has {}",
-                file.len()
-            ),
+            place.clone(),
+            format!("generic tile at byte {offset} claims {total} bytes, the file has {file_len}"),
         ));
     }
-    let bytes = file.read(offset, total)?;
-    Ok(decode_generic_tile(&bytes, key, what)?.1)
+    let have = bytes.len() as u64;
+    if total > have {
+        store
+            .read_into(file, offset + have, total - have, &mut bytes)
+            .map_err(|e| e.at(place.clone()))?;
+    }
+    bytes.truncate(total as usize);
+    Ok(decode_generic_tile(&bytes, key, place)?.1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::MemoryStore;
 
     #[test]
     fn huge_persisted_size_is_refused() {
@@ -100,10 +113,10 @@ mod tests {
         bytes.extend([0; 18]);
         bytes.extend(0u32.to_le_bytes()); // pipeline size
         bytes.extend([0; 16]);
-        let tmp = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(tmp.path(), &bytes).unwrap();
-        let file = DataFile::open(tmp.path()).unwrap();
-        let err = read_generic_tile(&file, 0, None, "x")
+        let store = MemoryStore::new("t");
+        let len = bytes.len() as u64;
+        store.put("f", bytes);
+        let err = read_generic_tile(&store, "f", len, 0, None, &Place::file("f"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("claims"), "{err}");

@@ -3,13 +3,20 @@
 //! (format 1-4), and not listed in any `.vac` file.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use crate::error::Result;
 use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits, parse_lines};
 use crate::format::name::{NameGeneration, TimestampedName};
+use crate::storage::{Listed, Store};
 
-use super::storage::{list_dir, read_file};
+/// `(name, is folder)` of every entry of `prefix`.
+fn entries(store: &dyn Store, prefix: &str) -> Result<Vec<(String, bool)>> {
+    Ok(store
+        .list(prefix)?
+        .into_iter()
+        .map(|Listed { name, size }| (name, size.is_none()))
+        .collect())
+}
 
 /// A fragment folder found on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,15 +54,19 @@ const SPECIAL: &[&str] = &[
     "__enumerations",
 ];
 
-pub fn find_fragments(root: &Path) -> Result<Liveness> {
-    let commits_dir = root.join("__commits");
-    let commit_files = list_dir(&commits_dir)?;
-    let root_entries = list_dir(root)?;
+/// Finds the live fragments of the array in `store`; `root_entries` is the listing of
+/// its root (which the caller has already).
+pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Liveness> {
+    let commit_files = entries(store, "__commits")?;
+    let root_entries: Vec<(String, bool)> = root_listing
+        .iter()
+        .map(|e| (e.name.clone(), e.is_folder()))
+        .collect();
 
     let mut ignore = BTreeSet::new();
     for (name, is_dir) in &commit_files {
         if !is_dir && name.ends_with(".ign") {
-            for line in parse_lines(&read_file(&commits_dir.join(name))?) {
+            for line in parse_lines(&store.read_all(&format!("__commits/{name}"))?) {
                 ignore.insert(line);
             }
         }
@@ -78,7 +89,7 @@ pub fn find_fragments(root: &Path) -> Result<Liveness> {
         }
         let rel = format!("__commits/{name}");
         if name.ends_with(".con") {
-            let bytes = read_file(&commits_dir.join(name))?;
+            let bytes = store.read_all(&rel)?;
             // A corrupt .con file hides what it commits; it is reported, not fatal.
             match parse_consolidated_commits(&bytes) {
                 Ok(entries) => {
@@ -99,7 +110,7 @@ pub fn find_fragments(root: &Path) -> Result<Liveness> {
         } else if name.ends_with(".del") || name.ends_with(".upd") {
             conditions.push((rel, None));
         } else if name.ends_with(".vac") {
-            add_vac(&read_file(&commits_dir.join(name))?, &rel);
+            add_vac(&store.read_all(&rel)?, &rel);
         }
     }
     for (name, is_dir) in &root_entries {
@@ -109,13 +120,13 @@ pub fn find_fragments(root: &Path) -> Result<Liveness> {
         if name.ends_with(".ok") {
             committed.insert(name.clone());
         } else if name.ends_with(".vac") {
-            add_vac(&read_file(&root.join(name))?, name);
+            add_vac(&store.read_all(name)?, name);
         }
     }
 
     let mut found = Vec::new();
     let mut ignored = Vec::new();
-    for (name, is_dir) in list_dir(&root.join("__fragments"))? {
+    for (name, is_dir) in entries(store, "__fragments")? {
         if is_dir {
             let rel_dir = format!("__fragments/{name}");
             let commit = format!("__commits/{name}.wrt");
@@ -137,7 +148,10 @@ pub fn find_fragments(root: &Path) -> Result<Liveness> {
         };
         let is_committed = match ts.generation {
             NameGeneration::Three => committed.contains(&format!("{name}.ok")),
-            _ => root.join(name).join("__fragment_metadata.tdb").is_file(),
+            _ => store
+                .list(name)?
+                .iter()
+                .any(|e| e.name == "__fragment_metadata.tdb" && !e.is_folder()),
         };
         let marker = match ts.generation {
             NameGeneration::Three => ".ok commit file",

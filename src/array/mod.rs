@@ -7,18 +7,16 @@ pub mod fragment;
 pub mod generic_tile;
 pub mod layout;
 pub mod liveness;
-pub mod storage;
-pub mod tile;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 use crate::format::name::TimestampedName;
 use crate::format::schema::ArraySchema;
+use crate::storage::{Listed, Store};
 
-pub use fragment::Fragment;
+pub use fragment::{Fragment, FragmentId};
 pub use liveness::Ignored;
 
 /// Options that change how an array is read.
@@ -66,7 +64,8 @@ pub struct SchemaFile {
 /// An opened array: schemas decoded, live fragments found, fragment metadata not read yet.
 #[derive(Debug)]
 pub struct Array {
-    pub root: PathBuf,
+    /// Where the array's files are.
+    pub store: Arc<dyn Store>,
     pub options: OpenOptions,
     /// Oldest first; the last is the latest.
     pub schemas: Vec<SchemaFile>,
@@ -75,18 +74,25 @@ pub struct Array {
     /// Relative paths of delete/update commits.
     pub conditions: Vec<String>,
     /// Fragment id -> position in `fragments`.
-    by_id: HashMap<usize, usize>,
+    by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
     by_name: HashMap<String, usize>,
-    /// The id the next new fragment gets: ids are never reused.
-    next_id: usize,
 }
 
 pub const LEGACY_SCHEMA: &str = "__array_schema.tdb";
 
 impl Array {
-    pub fn open(root: &Path, options: OpenOptions) -> Result<Array> {
-        Array::scan(root, options, None)
+    /// Opens the array whose root is the root of `store`.
+    pub fn open(store: Arc<dyn Store>, options: OpenOptions) -> Result<Array> {
+        let root = store.list("")?;
+        Array::scan(store, root, options, None)
+    }
+
+    /// Whether a root listing looks like a TileDB array (a schema is there).
+    pub fn is_array(root: &[Listed]) -> bool {
+        root.iter().any(|e| {
+            (e.name == "__schema" && e.is_folder()) || (e.name == LEGACY_SCHEMA && !e.is_folder())
+        })
     }
 
     /// Reads the folder again, for arrays that TileDB writes, consolidates or vacuums
@@ -94,29 +100,33 @@ impl Array {
     /// metadata already parsed) and their id; new ones get new ids; schemas already
     /// decoded are not decoded again.
     pub fn rescan(&self) -> Result<Array> {
-        Array::scan(&self.root, self.options.clone(), Some(self))
+        let root = self.store.list("")?;
+        Array::scan(self.store.clone(), root, self.options.clone(), Some(self))
     }
 
-    fn scan(root: &Path, options: OpenOptions, previous: Option<&Array>) -> Result<Array> {
-        let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
-        if !meta.is_dir() {
+    fn scan(
+        store: Arc<dyn Store>,
+        root: Vec<Listed>,
+        options: OpenOptions,
+        previous: Option<&Array>,
+    ) -> Result<Array> {
+        if !Array::is_array(&root) {
             return Err(Error::NotAnArray(format!(
-                "{}: not a TileDB array (not a folder)",
-                root.display()
+                "{}: not a TileDB array (no __schema/ folder and no {LEGACY_SCHEMA})",
+                store.location()
             )));
         }
         let known = previous.map_or(&[][..], |p| &p.schemas[..]);
-        let (schemas, encrypted) = load_schemas(root, &options, known)?;
+        let (schemas, encrypted) = load_schemas(&*store, &root, &options, known)?;
         // The key is applied to data tiles only when the array really is encrypted.
         let key = if encrypted { options.key } else { None };
         if schemas.is_empty() {
             return Err(Error::NotAnArray(format!(
-                "{}: not a TileDB array (no __schema/ folder and no {LEGACY_SCHEMA})",
-                root.display()
+                "{}: not a TileDB array (no schema file in __schema/)",
+                store.location()
             )));
         }
-        let live = liveness::find_fragments(root)?;
-        let mut next_id = previous.map_or(0, |p| p.next_id);
+        let live = liveness::find_fragments(&*store, &root)?;
         let fragments: Vec<Arc<Fragment>> = live
             .live
             .into_iter()
@@ -125,10 +135,8 @@ impl Array {
                     .and_then(|p| p.fragment_named(&f.name))
                     .filter(|old| old.rel_dir == f.rel_dir);
                 kept.cloned().unwrap_or_else(|| {
-                    next_id += 1;
                     Arc::new(Fragment::new(
-                        next_id - 1,
-                        root.join(&f.rel_dir),
+                        store.clone(),
                         f.name,
                         f.rel_dir,
                         f.timestamps,
@@ -148,7 +156,7 @@ impl Array {
             .map(|(i, f)| (f.name.clone(), i))
             .collect();
         Ok(Array {
-            root: root.to_path_buf(),
+            store,
             options,
             schemas,
             fragments,
@@ -156,12 +164,16 @@ impl Array {
             conditions: live.conditions.into_iter().map(|(p, _)| p).collect(),
             by_id,
             by_name,
-            next_id,
         })
     }
 
+    /// Where the array is, for messages.
+    pub fn location(&self) -> String {
+        self.store.location()
+    }
+
     /// The live fragment with id `id`.
-    pub fn fragment(&self, id: usize) -> Option<&Arc<Fragment>> {
+    pub fn fragment(&self, id: FragmentId) -> Option<&Arc<Fragment>> {
         self.by_id.get(&id).and_then(|&i| self.fragments.get(i))
     }
 
@@ -201,17 +213,27 @@ impl Array {
 
 /// Decodes every schema file; also tells whether the array is encrypted.
 fn load_schemas(
-    root: &Path,
+    store: &dyn Store,
+    root: &[Listed],
     options: &OpenOptions,
     known: &[SchemaFile],
 ) -> Result<(Vec<SchemaFile>, bool)> {
     let mut files = Vec::new();
-    if root.join(LEGACY_SCHEMA).is_file() {
+    if root
+        .iter()
+        .any(|e| e.name == LEGACY_SCHEMA && !e.is_folder())
+    {
         files.push((LEGACY_SCHEMA.to_string(), LEGACY_SCHEMA.to_string(), None));
     }
     let mut timestamped = Vec::new();
-    for (name, is_dir) in storage::list_dir(&root.join("__schema"))? {
-        if !is_dir {
+    let has_schema_folder = root.iter().any(|e| e.name == "__schema" && e.is_folder());
+    let listing = if has_schema_folder {
+        store.list("__schema")?
+    } else {
+        Vec::new()
+    };
+    for Listed { name, size } in listing {
+        if size.is_some() {
             let t2 = TimestampedName::parse(&name).map(|t| t.t2);
             timestamped.push((name.clone(), format!("__schema/{name}"), t2));
         }
@@ -228,11 +250,11 @@ fn load_schemas(
                 encrypted |= old.encrypted;
                 return Ok(old.clone());
             }
-            let bytes = storage::read_file(&root.join(&rel_path))?;
-            let (header, payload) =
-                generic_tile::decode_generic_tile(&bytes, options.key, &rel_path)?;
+            let bytes = store.read_all(&rel_path)?;
+            let place = Place::file(rel_path.as_str());
+            let (header, payload) = generic_tile::decode_generic_tile(&bytes, options.key, &place)?;
             encrypted |= header.encryption_type == 1;
-            let schema = ArraySchema::parse(&payload).map_err(|e| Error::format(&rel_path, e))?;
+            let schema = ArraySchema::parse(&payload).map_err(|e| Error::format(place, e))?;
             Ok(SchemaFile {
                 name,
                 rel_path,

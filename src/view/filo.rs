@@ -15,21 +15,21 @@
 //! once into the bounded cache. Chunk files are read whole (Filo chunks are small) and
 //! cached too, so memory stays under the cache size.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::cache::{Cache, Weigh};
-use super::tree::FileTree;
-use super::{names, npy, text, Entry, Kind, Node, Stat};
-use crate::array::storage::read_file;
-use crate::error::{Error, Result};
+use super::info::{FiloColumnInfo, FiloInfo, Info};
+use super::nodes::{Ino, NodeTable};
+use super::{names, npy, text, Entry, FileTree, Kind, Lifetime, Stat};
+use crate::error::{Error, Place, Result};
 use crate::filo::{
     fixed_layout_with, parse_manifest, ColumnType, DecodedColumn, FormatVersion, Manifest,
     ManifestColumn, Values, MANIFEST_FILE,
 };
 use crate::format::Datatype;
+use crate::read::cache::{Cache, Weigh};
+use crate::storage::Store;
 
 /// The files of a Filo column's folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -142,62 +142,85 @@ impl Weigh for Item {
     }
 }
 
-pub struct FiloView {
-    /// The fragment directory, or the lone chunk file.
-    source: PathBuf,
-    /// Where column files are, relative to which the manifest names them.
-    dir: PathBuf,
-    manifest: Manifest,
-    cache: Cache<Key, Item>,
+/// A node of a Filo tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Node {
+    Root,
+    /// `fragment.json`.
+    Json,
+    /// The folder of column `c`.
+    Column(usize),
+    /// A file of column `c`.
+    File(usize, FiloFile),
 }
 
-impl FiloView {
-    /// A fragment directory with its `filo_fragment.json`.
-    pub fn open_dir(dir: &Path, cache_size: u64) -> Result<FiloView> {
-        let path = dir.join(MANIFEST_FILE);
-        let manifest = parse_manifest(&read_file(&path)?)
-            .map_err(|e| Error::corrupt(path.display().to_string(), e.to_string()))?;
-        Ok(FiloView {
-            source: dir.to_path_buf(),
-            dir: dir.to_path_buf(),
+impl Node {
+    fn kind(self) -> Kind {
+        match self {
+            Node::Root | Node::Column(_) => Kind::Dir,
+            Node::Json | Node::File(..) => Kind::File,
+        }
+    }
+}
+
+pub struct FiloTree {
+    /// Where the column files are: a fragment folder, or the folder of a lone chunk.
+    store: Arc<dyn Store>,
+    /// What the tree shows, for messages: the folder, or the lone chunk file.
+    source: String,
+    manifest: Manifest,
+    cache: Cache<Key, Item>,
+    nodes: NodeTable<Node>,
+}
+
+impl FiloTree {
+    /// A fragment folder (the root of `store`) with its `filo_fragment.json`.
+    pub fn open_fragment(store: Arc<dyn Store>, cache_size: u64) -> Result<FiloTree> {
+        let manifest = parse_manifest(&store.read_all(MANIFEST_FILE)?)
+            .map_err(|e| Error::filo(MANIFEST_FILE, e))?;
+        Ok(FiloTree {
+            source: store.location(),
+            store,
             manifest,
             cache: Cache::new(cache_size),
+            nodes: NodeTable::new(Node::Root),
         })
     }
 
-    /// A lone chunk file of a known column type: one column named after the file.
-    pub fn open_file(
-        file: &Path,
+    /// A lone chunk file `file` of `store`, of a known column type: one column named
+    /// after the file.
+    pub fn open_chunk(
+        store: Arc<dyn Store>,
+        file: &str,
         column_type: ColumnType,
         version: FormatVersion,
         cache_size: u64,
-    ) -> Result<FiloView> {
-        let name = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "column".into());
-        let bytes = read_file(file)?;
+    ) -> Result<FiloTree> {
+        let name = match file.rsplit_once('.') {
+            Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+            _ if !file.is_empty() => file.to_string(),
+            _ => "column".to_string(),
+        };
+        let bytes = store.read_all(file)?;
         let column = ManifestColumn {
             name,
             column_type,
-            file: file
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            file: file.to_string(),
             format_version: version,
         };
         let rows = crate::filo::decode_vector_with(&bytes, column_type, &column.decode_options())
-            .map_err(|e| Error::corrupt(file.display().to_string(), e.to_string()))?
+            .map_err(|e| Error::filo(file, e))?
             .length;
-        Ok(FiloView {
-            source: file.to_path_buf(),
-            dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        Ok(FiloTree {
+            source: crate::storage::join(&store.location(), file),
+            store,
             manifest: Manifest {
                 format_version: version,
                 num_rows: rows,
                 columns: vec![column],
             },
             cache: Cache::new(cache_size),
+            nodes: NodeTable::new(Node::Root),
         })
     }
 
@@ -208,15 +231,15 @@ impl FiloView {
             .ok_or_else(|| Error::NotFound(format!("column #{c}")))
     }
 
-    /// "column id, id.filo": prefixed to every error about a column.
-    fn context(&self, c: &ManifestColumn) -> String {
-        format!("column {}, {}", c.name, c.file)
+    /// `column id, id.filo`: where every error about a column happens.
+    fn place(&self, c: &ManifestColumn) -> Place {
+        Place::file(c.file.as_str()).detail(format!("column {}", c.name))
     }
 
     fn chunk(&self, c: usize) -> Result<Arc<Item>> {
         let column = self.column(c)?;
         self.cache.get_or_load(Key::Chunk(c), || {
-            read_file(&self.dir.join(&column.file)).map(Item::Bytes)
+            self.store.read_all(&column.file).map(Item::Bytes)
         })
     }
 
@@ -224,11 +247,11 @@ impl FiloView {
         let column = self.column(c)?;
         self.cache.get_or_load(Key::Decoded(c), || {
             let chunk = self.chunk(c)?;
-            let bytes = chunk.bytes(&self.context(column))?;
+            let bytes = chunk.bytes("filo, a chunk")?;
             self.manifest
                 .decode_column(column, bytes)
                 .map(Item::Column)
-                .map_err(|e| Error::corrupt(self.context(column), e.to_string()))
+                .map_err(|e| Error::filo(self.place(column), e))
         })
     }
 
@@ -306,13 +329,13 @@ impl FiloView {
                 .map(|(bytes, _)| bytes);
         }
         let chunk = self.chunk(c)?;
-        let bytes = chunk.bytes(&self.context(column))?;
+        let bytes = chunk.bytes("filo, a chunk")?;
         let layout = fixed_layout_with(bytes, column.column_type, &column.decode_options())
-            .map_err(|e| Error::corrupt(self.context(column), e.to_string()))?
-            .ok_or_else(|| Error::corrupt(self.context(column), "no fixed layout"))?;
+            .map_err(|e| Error::filo(self.place(column), e))?
+            .ok_or_else(|| Error::corrupt(self.place(column), "no fixed layout"))?;
         self.manifest
             .check_rows(column, layout.rows())
-            .map_err(|e| Error::corrupt(self.context(column), e.to_string()))?;
+            .map_err(|e| Error::filo(self.place(column), e))?;
         let size = layout.values_len();
         let end = offset.saturating_add(len).min(size);
         if offset >= end {
@@ -343,13 +366,13 @@ impl FiloView {
                 })
                 .collect::<Result<Vec<Value>>>()?;
             let doc = json!({
-                "source": self.source.display().to_string(),
+                "source": self.source,
                 "format": "filo",
                 "format_version": self.manifest.format_version.name(),
                 "rows": self.rows(),
                 "columns": columns,
             });
-            Ok(Item::Bytes(super::json::to_bytes(&doc)))
+            Ok(Item::Bytes(super::tiledb::json::to_bytes(&doc)))
         })?;
         Ok(item.bytes("filo, fragment.json")?.to_vec())
     }
@@ -391,59 +414,81 @@ fn render_text(d: &DecodedColumn, t: ColumnType) -> Vec<u8> {
     out
 }
 
-impl FileTree for FiloView {
-    fn list(&self, dir: Node) -> Result<Vec<Entry>> {
-        let e = |name: &str, node| Entry {
-            name: name.to_string(),
-            node,
-        };
+impl FiloTree {
+    fn node(&self, ino: Ino) -> Result<Node> {
+        self.nodes
+            .node(ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+    }
+
+    fn list_nodes(&self, dir: Node) -> Result<Vec<(String, Node)>> {
         match dir {
             Node::Root => {
-                let mut out = vec![e("fragment.json", Node::FiloJson)];
+                let mut out = vec![("fragment.json".to_string(), Node::Json)];
                 for (c, col) in self.manifest.columns.iter().enumerate() {
-                    out.push(e(&names::encode(&col.name), Node::FiloColumn(c)));
+                    out.push((names::encode(&col.name), Node::Column(c)));
                 }
                 Ok(out)
             }
-            Node::FiloColumn(c) => {
+            Node::Column(c) => {
                 let t = self.column(c)?.column_type;
                 Ok(FiloFile::ALL
                     .into_iter()
                     .filter(|f| f.applies_to(t))
-                    .map(|f| e(f.name(), Node::FiloFile(c, f)))
+                    .map(|f| (f.name().to_string(), Node::File(c, f)))
                     .collect())
-            }
-            other if other.is_dir() => {
-                Err(Error::NotFound(format!("{other:?} in a Filo fragment")))
             }
             other => Err(Error::NotDirectory(format!("{other:?}"))),
         }
     }
 
-    fn lookup(&self, parent: Node, name: &str) -> Result<Node> {
-        if !parent.is_dir() {
+    fn node_size(&self, node: Node) -> Result<u64> {
+        match node {
+            Node::Json => Ok(self.fragment_json()?.len() as u64),
+            Node::File(c, f) if f.applies_to(self.column(c)?.column_type) => self.file_size(c, f),
+            Node::Root | Node::Column(_) => Ok(0),
+            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+        }
+    }
+}
+
+impl FileTree for FiloTree {
+    fn list(&self, dir: Ino) -> Result<Vec<Entry>> {
+        Ok(self
+            .list_nodes(self.node(dir)?)?
+            .into_iter()
+            .map(|(name, node)| Entry {
+                name,
+                ino: self.nodes.ino(&node),
+                kind: node.kind(),
+            })
+            .collect())
+    }
+
+    fn lookup(&self, parent: Ino, name: &str) -> Result<Entry> {
+        let parent = self.node(parent)?;
+        if parent.kind() != Kind::Dir {
             return Err(Error::NotDirectory(name.to_string()));
         }
-        self.list(parent)?
+        self.list(self.nodes.ino(&parent))?
             .into_iter()
             .find(|e| e.name == name)
-            .map(|e| e.node)
             .ok_or_else(|| Error::NotFound(name.to_string()))
     }
 
-    fn stat(&self, node: Node) -> Result<Stat> {
+    fn stat(&self, ino: Ino) -> Result<Stat> {
+        let node = self.node(ino)?;
         let (kind, size, nlink) = match node {
             Node::Root => (
                 Kind::Dir,
                 0,
                 2 + self.manifest.columns.len().min(u32::MAX as usize - 2) as u32,
             ),
-            Node::FiloColumn(c) => {
+            Node::Column(c) => {
                 self.column(c)?;
                 (Kind::Dir, 0, 2)
             }
-            Node::FiloJson | Node::FiloFile(..) => (Kind::File, self.size(node)?, 1),
-            other => return Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+            Node::Json | Node::File(..) => (Kind::File, self.node_size(node)?, 1),
         };
         Ok(Stat {
             kind,
@@ -453,41 +498,37 @@ impl FileTree for FiloView {
         })
     }
 
-    fn size(&self, node: Node) -> Result<u64> {
-        match node {
-            Node::FiloJson => Ok(self.fragment_json()?.len() as u64),
-            Node::FiloFile(c, f) if f.applies_to(self.column(c)?.column_type) => {
-                self.file_size(c, f)
-            }
-            n if n.is_dir() => Ok(0),
-            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
-        }
+    fn size(&self, ino: Ino) -> Result<u64> {
+        self.node_size(self.node(ino)?)
     }
 
-    fn read_at(&self, node: Node, offset: u64, len: u64) -> Result<Vec<u8>> {
-        match node {
-            Node::FiloJson => Ok(slice(&self.fragment_json()?, offset, len).to_vec()),
-            Node::FiloFile(c, FiloFile::Values) => self.read_values(c, offset, len),
-            Node::FiloFile(c, f) if f.applies_to(self.column(c)?.column_type) => {
-                self.built(c, f, offset, len).map(|(bytes, _)| bytes)
+    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        let bytes = match self.node(ino)? {
+            Node::Json => slice(&self.fragment_json()?, offset, len).to_vec(),
+            Node::File(c, FiloFile::Values) => self.read_values(c, offset, len)?,
+            Node::File(c, f) if f.applies_to(self.column(c)?.column_type) => {
+                self.built(c, f, offset, len)?.0
             }
-            n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
-            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
-        }
+            n @ (Node::Root | Node::Column(_)) => return Err(Error::IsDirectory(format!("{n:?}"))),
+            other => return Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+        };
+        out.extend_from_slice(&bytes);
+        Ok(())
     }
 
-    fn parent(&self, node: Node) -> Node {
-        match node {
-            Node::FiloFile(c, _) => Node::FiloColumn(c),
+    fn parent(&self, ino: Ino) -> Result<Ino> {
+        let parent = match self.node(ino)? {
+            Node::File(c, _) => Node::Column(c),
             _ => Node::Root,
-        }
+        };
+        Ok(self.nodes.ino(&parent))
     }
 
-    fn is_immutable(&self, _node: Node) -> bool {
-        true
+    fn lifetime(&self, _ino: Ino) -> Lifetime {
+        Lifetime::Immutable
     }
 
-    fn size_is_costly(&self, _node: Node) -> bool {
+    fn size_is_costly(&self, _ino: Ino) -> bool {
         false
     }
 
@@ -495,7 +536,7 @@ impl FileTree for FiloView {
         0
     }
 
-    fn source(&self) -> PathBuf {
+    fn source(&self) -> String {
         self.source.clone()
     }
 
@@ -503,31 +544,33 @@ impl FileTree for FiloView {
         self.manifest.columns.len() as u64
     }
 
-    fn info(&self) -> String {
-        let mut out = format!(
-            "filo       {} ({}), {} rows\n\n  {:<24} {:<10} {:<28} {:>10}  file\n",
-            self.source.display(),
-            self.manifest.format_version.name(),
-            self.rows(),
-            "column",
-            "type",
-            "vector",
-            "bytes"
-        );
-        for (c, col) in self.manifest.columns.iter().enumerate() {
-            let kind = self
-                .with_decoded(c, |d| d.kind.name().to_string())
-                .unwrap_or_else(|e| format!("unreadable: {e}"));
-            let bytes = std::fs::metadata(self.dir.join(&col.file)).map_or(0, |m| m.len());
-            out.push_str(&format!(
-                "  {:<24} {:<10} {:<28} {:>10}  {}\n",
-                col.name,
-                col.column_type.name(),
-                kind,
-                bytes,
-                col.file
-            ));
-        }
-        out
+    fn info(&self) -> Result<Info> {
+        let sizes: std::collections::HashMap<String, u64> = self
+            .store
+            .list("")?
+            .into_iter()
+            .filter_map(|e| Some((e.name, e.size?)))
+            .collect();
+        let columns = self
+            .manifest
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, col)| FiloColumnInfo {
+                name: col.name.clone(),
+                column_type: col.column_type.name(),
+                vector: self
+                    .with_decoded(c, |d| d.kind.name().to_string())
+                    .map_err(|e| e.to_string()),
+                bytes: sizes.get(&col.file).copied().unwrap_or(0),
+                file: col.file.clone(),
+            })
+            .collect();
+        Ok(Info::Filo(FiloInfo {
+            location: self.source.clone(),
+            format_version: self.manifest.format_version.name(),
+            rows: self.rows(),
+            columns,
+        }))
     }
 }

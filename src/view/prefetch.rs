@@ -12,8 +12,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::tree::FileTree;
-use super::Node;
+use super::{FileTree, Ino};
 
 /// Hints waiting for a worker; beyond this the newest are dropped.
 const QUEUE: usize = 64;
@@ -71,7 +70,7 @@ impl Stream {
 }
 
 struct Job {
-    node: Node,
+    ino: Ino,
     offset: u64,
     len: u64,
 }
@@ -103,9 +102,9 @@ impl Prefetcher {
     }
 
     /// Asks for bytes `[offset, offset + len)` of `node` to be prepared ahead.
-    pub fn hint(&self, node: Node, offset: u64, len: u64) {
+    pub fn hint(&self, ino: Ino, offset: u64, len: u64) {
         let Some(jobs) = &self.jobs else { return };
-        match jobs.try_send(Job { node, offset, len }) {
+        match jobs.try_send(Job { ino, offset, len }) {
             Ok(()) | Err(TrySendError::Full(_)) => {}
             Err(TrySendError::Disconnected(_)) => log::debug!("read-ahead workers are gone"),
         }
@@ -119,8 +118,8 @@ fn work(view: &dyn FileTree, queue: &Mutex<Receiver<Job>>) {
             Err(_) => return, // the prefetcher was dropped
         };
         // Errors surface when the reader itself reaches these bytes, with its own EIO.
-        if let Err(e) = view.read_ahead(job.node, job.offset, job.len) {
-            log::debug!("read-ahead of {:?} at {}: {e}", job.node, job.offset);
+        if let Err(e) = view.read_ahead(job.ino, job.offset, job.len) {
+            log::debug!("read-ahead of inode {} at {}: {e}", job.ino, job.offset);
         }
     }
 }

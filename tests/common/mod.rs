@@ -9,7 +9,7 @@ pub mod mounting;
 use std::path::{Path, PathBuf};
 
 use fragfs::array::{parse_key, OpenOptions};
-use fragfs::view::{Node, View};
+use fragfs::view::{ArrayTree, FileTree, Ino, ROOT};
 use serde_json::Value;
 
 /// Runs `cmd`, which must succeed, and returns its standard output; a failure shows the
@@ -64,14 +64,29 @@ pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
     out
 }
 
-pub fn open_view(array: &Path, expected: &Value) -> fragfs::Result<View> {
+/// The options (the encryption key) an expected JSON asks for.
+pub fn options_for(expected: &Value) -> OpenOptions {
     let key = expected["encryption"]["key"]
         .as_str()
         .map(|k| parse_key(k).unwrap());
-    View::open(array, OpenOptions { key }, 64 << 20)
+    OpenOptions { key }
 }
 
-pub fn read_all(view: &View, node: Node) -> fragfs::Result<Vec<u8>> {
+pub fn open_view(array: &Path, expected: &Value) -> fragfs::Result<ArrayTree> {
+    ArrayTree::open_path(array, options_for(expected), 64 << 20)
+}
+
+/// The same array served from memory, through the test store (which counts requests).
+pub fn open_in_memory(
+    array: &Path,
+    expected: &Value,
+) -> fragfs::Result<(ArrayTree, std::sync::Arc<fragfs::storage::MemoryStore>)> {
+    let store = std::sync::Arc::new(fragfs::storage::MemoryStore::from_dir(array)?);
+    let tree = ArrayTree::open(store.clone(), options_for(expected), 64 << 20)?;
+    Ok((tree, store))
+}
+
+pub fn read_all(view: &dyn FileTree, node: Ino) -> fragfs::Result<Vec<u8>> {
     let size = view.size(node)?;
     // Odd-sized reads, so tile and chunk boundaries fall inside requests.
     let mut out = Vec::new();
@@ -159,15 +174,26 @@ pub trait Tree {
     fn read(&self, path: &str) -> Result<Vec<u8>, String>;
 }
 
-impl Tree for View {
+impl Tree for dyn FileTree {
     fn fragments(&self) -> Result<Vec<String>, String> {
-        let list = self.list(Node::FragmentsDir).map_err(|e| e.to_string())?;
+        let dir = self.resolve("fragments").map_err(|e| e.to_string())?;
+        let list = self.list(dir).map_err(|e| e.to_string())?;
         Ok(list.into_iter().map(|e| e.name).collect())
     }
 
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
         let node = self.resolve(path).map_err(|e| e.to_string())?;
         read_all(self, node).map_err(|e| e.to_string())
+    }
+}
+
+impl Tree for ArrayTree {
+    fn fragments(&self) -> Result<Vec<String>, String> {
+        (self as &dyn FileTree).fragments()
+    }
+
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        (self as &dyn FileTree).read(path)
     }
 }
 
@@ -363,20 +389,20 @@ fn check_field(tree: &dyn Tree, fdir: &str, field: &Value, empty_var: &[u8]) -> 
 }
 
 /// Lists the whole tree and reads every JSON file (what `ls -R` and `info` do).
-pub fn walk_tree(view: &View) -> Result<usize, String> {
-    let mut stack = vec![Node::Root];
+pub fn walk_tree(view: &dyn FileTree) -> Result<usize, String> {
+    let mut stack = vec![ROOT];
     let mut files = 0;
     while let Some(dir) = stack.pop() {
         for e in view.list(dir).map_err(|e| format!("{e}"))? {
-            if e.node.is_dir() {
-                stack.push(e.node);
+            if e.is_dir() {
+                stack.push(e.ino);
             } else {
                 let size = view
-                    .size(e.node)
+                    .size(e.ino)
                     .map_err(|err| format!("{}: {err}", e.name))?;
                 if e.name.ends_with(".json") {
                     let bytes = view
-                        .read_at(e.node, 0, size)
+                        .read_at(e.ino, 0, size)
                         .map_err(|err| format!("{}: {err}", e.name))?;
                     serde_json::from_slice::<Value>(&bytes)
                         .map_err(|err| format!("{}: {err}", e.name))?;
@@ -430,8 +456,8 @@ pub fn first_chunk_data(bytes: &[u8]) -> usize {
 /// fragment itself, as the corpus recorded it) and its layout: dense, or where the
 /// coordinates are (`coords_file_layout` of formats 1-4: `__coords.tdb` split per tile
 /// or zipped).
-pub fn check_info(array: &fragfs::array::Array, expected: &Value) -> Result<(), String> {
-    let info = fragfs::info::render(array);
+pub fn check_info(tree: &dyn FileTree, expected: &Value) -> Result<(), String> {
+    let info = fragfs::info::render(&tree.info().map_err(|e| e.to_string())?);
     let lines: Vec<&str> = info.lines().collect();
     for ef in expected["fragments"].as_array().into_iter().flatten() {
         let dir = ef["fragment_dir"].as_str().unwrap_or_default();

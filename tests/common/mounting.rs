@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fragfs::fuse::MountConfig;
-use fragfs::view::View;
+use fragfs::view::ArrayTree;
 
-use super::open_view;
+use super::options_for;
 
 /// Whether mounts can run here; prints the reason when not. Under CI they must.
 pub fn fuse_available(test: &str) -> bool {
@@ -70,7 +70,7 @@ pub fn config(threads: usize) -> MountConfig {
 
 /// A mount served by threads of this test process, so the test can look at the view.
 pub struct InProcess {
-    pub view: Arc<View>,
+    pub view: Arc<ArrayTree>,
     session: Option<fuser::BackgroundSession>,
     dir: tempfile::TempDir,
 }
@@ -82,11 +82,7 @@ impl InProcess {
         cache: u64,
         threads: usize,
     ) -> InProcess {
-        let mut view = open_view(array, expected).unwrap();
-        if cache != 64 << 20 {
-            view = View::open(array, view.array().options.clone(), cache).unwrap();
-        }
-        let view = Arc::new(view);
+        let view = Arc::new(ArrayTree::open_path(array, options_for(expected), cache).unwrap());
         let dir = tempfile::tempdir().unwrap();
         let session = fragfs::fuse::mount(view.clone(), dir.path(), &config(threads))
             .unwrap_or_else(|e| panic!("mount {}: {e}", array.display()))
@@ -121,7 +117,7 @@ pub struct TreeMount {
 }
 
 impl TreeMount {
-    pub fn new(tree: Arc<dyn fragfs::view::tree::FileTree>) -> TreeMount {
+    pub fn new(tree: Arc<dyn fragfs::view::FileTree>) -> TreeMount {
         let dir = tempfile::tempdir().unwrap();
         let session = fragfs::fuse::mount(tree, dir.path(), &config(2))
             .unwrap()

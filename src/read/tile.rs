@@ -1,22 +1,20 @@
-//! Data tiles of one field file: where tile k lies (tile offsets + file sizes from the
-//! fragment metadata), where its chunks lie (chunk headers, read without decoding), and
-//! un-filtering one chunk.
+//! Data tiles of one field file of a fragment: where tile k lies (tile offsets and file
+//! sizes from the fragment metadata), where its chunks lie (chunk headers, read without
+//! decoding), and un-filtering one chunk. Bytes come from the fragment's store.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::array::field::Field;
+use crate::array::fragment::{Fragment, FragmentMeta, TileList, METADATA_FILE};
+use crate::error::{Error, Place, Result};
 use crate::filter::{
     unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext, StringChunk,
 };
 use crate::format::chunked::{parse_chunk_count, parse_chunk_header, Chunk, CHUNK_HEADER_LEN};
 use crate::format::{Datatype, Filter, FilterPipeline};
+use crate::storage::Store;
 
-use super::field::Field;
-use super::fragment::{FragmentMeta, TileList, METADATA_FILE};
-use super::storage::DataFile;
-
-/// The most of a tile the chunk-header walk reads in one pass first.
+/// The most of a tile the chunk-header walk asks the store to read ahead first.
 const WALK_AHEAD: u64 = 16 << 20;
 
 /// The three files a field may have.
@@ -47,23 +45,25 @@ impl TileChunks {
 /// One data file of a field, ready to serve tiles.
 #[derive(Debug)]
 pub struct TileFile {
-    pub path: PathBuf,
+    store: Arc<dyn Store>,
+    /// The file's key in the store.
+    pub key: String,
     pub file_name: String,
     /// The file size recorded in the footer: the end of the last tile.
     pub recorded_size: u64,
     pub offsets: Arc<Vec<u64>>,
     pub pipeline: FilterPipeline,
     pub ctx: ChunkContext,
-    /// "fragment X, a0.tdb": prefixed to every error.
-    pub context: String,
+    /// `fragment X, a0.tdb`: where every error about this file happens.
+    pub place: Place,
 }
 
 impl TileFile {
     pub fn open(
+        fragment: &Fragment,
         meta: &FragmentMeta,
         field: &Field,
         role: FileRole,
-        dir: &std::path::Path,
     ) -> Result<TileFile> {
         let schema = &meta.schema;
         let f = &meta.footer;
@@ -101,15 +101,15 @@ impl TileFile {
                 1,
             ),
         };
-        let context = format!("{}, {}", meta.context(), file_name);
-        let recorded_size = *sizes
-            .get(field.slot)
-            .ok_or_else(|| Error::corrupt(&context, "footer has no file size for this field"))?;
+        let place = meta.place().clone().in_file(file_name.as_str());
+        let recorded_size = *sizes.get(field.slot).ok_or_else(|| {
+            Error::corrupt(place.clone(), "footer has no file size for this field")
+        })?;
         let offsets = meta.tile_list(list, field.slot)?;
         if (offsets.len() as u64) < meta.tile_count {
             // Named by the first tile without an offset, as every error about a tile is.
             return Err(Error::corrupt(
-                format!("{context}, tile {}", offsets.len()),
+                place.clone().tile(offsets.len() as u64),
                 format!(
                     "{METADATA_FILE} lists {} tile offsets for {} tiles",
                     offsets.len(),
@@ -118,7 +118,8 @@ impl TileFile {
             ));
         }
         Ok(TileFile {
-            path: dir.join(&file_name),
+            store: meta.store().clone(),
+            key: fragment.file_key(&file_name),
             file_name,
             recorded_size,
             offsets,
@@ -133,7 +134,7 @@ impl TileFile {
                 format_version: f.version,
                 key: meta.key(),
             },
-            context,
+            place,
         })
     }
 
@@ -142,28 +143,33 @@ impl TileFile {
         let start = *self
             .offsets
             .get(k as usize)
-            .ok_or_else(|| Error::corrupt(self.tile_context(k), "no tile offset"))?;
+            .ok_or_else(|| Error::corrupt(self.tile_place(k), "no tile offset"))?;
         let end = match self.offsets.get(k as usize + 1) {
             Some(&next) if (k as usize + 1) < self.offsets.len() => next,
             _ => self.recorded_size,
         };
         if end < start {
             return Err(Error::corrupt(
-                self.tile_context(k),
+                self.tile_place(k),
                 format!("tile offsets go backwards ({start} then {end})"),
             ));
         }
         Ok((start, end - start))
     }
 
-    pub fn tile_context(&self, k: u64) -> String {
-        format!("{}, tile {k}", self.context)
+    /// `fragment X, a0.tdb, tile k`.
+    pub fn tile_place(&self, k: u64) -> Place {
+        self.place.clone().tile(k)
     }
 
-    /// Walks the chunk headers of tile `k` (a few small reads, no decoding).
-    pub fn chunks(&self, file: &DataFile, k: u64) -> Result<TileChunks> {
+    /// Walks the chunk headers of tile `k` (no decoding). The headers sit between the
+    /// chunks: they are parsed out of reads of the tile's start of the store's
+    /// [walk window](Store::walk_window), a new read only where a header lies past the
+    /// bytes read so far (object stores: one request for the whole tile). `file_len` is
+    /// the data file's real size.
+    pub fn chunks(&self, k: u64, file_len: u64) -> Result<TileChunks> {
         let (start, len) = self.tile_span(k)?;
-        let ctx = || self.tile_context(k);
+        let place = || self.tile_place(k);
         if len == 0 {
             return Ok(TileChunks {
                 chunks: Vec::new(),
@@ -173,36 +179,44 @@ impl TileFile {
         // The chunk count is checked against the tile length, and so that length against
         // the bytes really present: a lying offset or file size cannot make a garbage
         // count reserve memory.
-        if start.saturating_add(len) > file.len() {
+        if start.saturating_add(len) > file_len {
             return Err(Error::corrupt(
-                ctx(),
+                place(),
                 format!(
-                    "truncated file: the tile needs bytes {start}..{} but the file has {} bytes",
+                    "truncated file: the tile needs bytes {start}..{} but the file has {file_len} bytes",
                     start.saturating_add(len),
-                    file.len()
                 ),
             ));
         }
-        // The headers are spread over the whole tile: on a cold file each small read
-        // below is a disk round trip of its own. Reading the tile first (the data is
-        // needed next anyway) turns them into one pass; a cached tile costs a probe.
-        file.read_ahead(start, len.min(WALK_AHEAD));
-        let count = parse_chunk_count(&self.read(file, &ctx(), start, 8.min(len))?, len)
-            .map_err(|e| Error::format(ctx(), e))?;
+        let window = self.store.walk_window().max(8 + CHUNK_HEADER_LEN);
+        if len > window {
+            // Small windows over a large tile: have the store fetch the tile once, so
+            // each window is not a disk round trip of its own.
+            self.store.read_ahead(&self.key, start, len.min(WALK_AHEAD));
+        }
+        // `bytes` holds the tile from offset `at` on.
+        let mut at = 0u64;
+        let mut bytes = self.read(place(), start, len.min(window))?;
+        let count = parse_chunk_count(bytes.get(..8).unwrap_or(&bytes), len)
+            .map_err(|e| Error::format(place(), e))?;
         let mut chunks = Vec::with_capacity(count as usize);
         let mut starts = Vec::with_capacity(count as usize + 1);
         let mut offset = 8u64;
         let mut total = 0u64;
         for i in 0..count {
-            let what = format!("{}, chunk {i}", ctx());
-            let header = self.read(
-                file,
-                &what,
-                start + offset,
-                CHUNK_HEADER_LEN.min(len - offset),
-            )?;
-            let chunk = parse_chunk_header(&header, offset, len)
-                .map_err(|e| Error::format(format!("{}, chunk {i}", ctx()), e))?;
+            let need = CHUNK_HEADER_LEN.min(len - offset);
+            if offset + need > at + bytes.len() as u64 {
+                at = offset;
+                bytes = self.read(
+                    place().chunk(i as usize),
+                    start + offset,
+                    (len - offset).min(window),
+                )?;
+            }
+            let from = (offset - at) as usize;
+            let header = &bytes[from..from + need as usize];
+            let chunk = parse_chunk_header(header, offset, len)
+                .map_err(|e| Error::format(place().chunk(i as usize), e))?;
             starts.push(total);
             total += chunk.unfiltered_len as u64;
             offset = chunk.end();
@@ -215,43 +229,25 @@ impl TileFile {
         Ok(TileChunks { chunks, starts })
     }
 
-    /// Opens the data file to read tile `k`; a missing file names the tile that needed it.
-    pub fn open_file(&self, k: u64) -> Result<DataFile> {
-        DataFile::open(&self.path).map_err(|e| match e {
-            Error::Io { message, .. } => Error::corrupt(
-                self.tile_context(k),
-                format!("cannot open {}: {message}", self.path.display()),
-            ),
-            e => e,
-        })
-    }
-
-    /// Reads bytes of the file; a short file is reported with `what` (tile and chunk).
-    fn read(&self, file: &DataFile, what: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        file.read(offset, len).map_err(|e| match e {
-            Error::Corrupt { reason, .. } => Error::corrupt(what, reason),
-            e => e,
-        })
+    /// Reads bytes of the file; errors are said to happen at `place` (tile and chunk).
+    fn read(&self, place: Place, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.store
+            .read_range(&self.key, offset, len)
+            .map_err(|e| e.at(place))
     }
 
     /// A chunk's metadata and filtered data, which lie back to back: one read, and the
     /// length of the metadata at its front.
-    fn chunk_bytes(&self, file: &DataFile, what: &str, chunk: &Chunk) -> Result<(Vec<u8>, usize)> {
+    fn chunk_bytes(&self, place: &Place, chunk: &Chunk) -> Result<(Vec<u8>, usize)> {
         let span = chunk.metadata_range().start..chunk.end();
-        let bytes = self.read(file, what, span.start, span.end - span.start)?;
+        let bytes = self.read(place.clone(), span.start, span.end - span.start)?;
         Ok((bytes, chunk.metadata_len as usize))
     }
 
     /// Un-filters chunk `i` of tile `k`.
-    pub fn decode_chunk(
-        &self,
-        file: &DataFile,
-        k: u64,
-        i: usize,
-        chunk: &Chunk,
-    ) -> Result<Vec<u8>> {
-        let what = format!("{}, chunk {i}", self.tile_context(k));
-        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+    pub fn decode_chunk(&self, k: u64, i: usize, chunk: &Chunk) -> Result<Vec<u8>> {
+        let place = self.tile_place(k).chunk(i);
+        let (bytes, md_len) = self.chunk_bytes(&place, chunk)?;
         // Unfiltered data is the chunk as stored: hand the read buffer over, uncopied.
         if self.pipeline.filters.is_empty()
             && md_len == 0
@@ -261,33 +257,29 @@ impl TileFile {
         }
         let (md, data) = bytes.split_at(md_len.min(bytes.len()));
         unfilter_chunk(&self.pipeline, &self.ctx, md, data, chunk.unfiltered_len)
-            .map_err(|e| Error::filter(what, e))
+            .map_err(|e| Error::filter(place, e))
     }
 
     /// Appends chunk `i` of tile `k`, un-filtered, to `out`. Unfiltered chunks are read
     /// straight into it: serving a plain tile then costs one copy out of the page cache.
     pub fn decode_chunk_into(
         &self,
-        file: &DataFile,
         k: u64,
         i: usize,
         chunk: &Chunk,
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        let place = self.tile_place(k).chunk(i);
         if self.pipeline.filters.is_empty() && chunk.metadata_len == 0 {
             let span = chunk.metadata_range().start..chunk.end();
             if span.end - span.start == u64::from(chunk.unfiltered_len) {
-                let what = || format!("{}, chunk {i}", self.tile_context(k));
-                return file
-                    .read_into(span.start, span.end - span.start, out)
-                    .map_err(|e| match e {
-                        Error::Corrupt { reason, .. } => Error::corrupt(what(), reason),
-                        e => e,
-                    });
+                return self
+                    .store
+                    .read_into(&self.key, span.start, span.end - span.start, out)
+                    .map_err(|e| e.at(place));
             }
         }
-        let what = format!("{}, chunk {i}", self.tile_context(k));
-        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+        let (bytes, md_len) = self.chunk_bytes(&place, chunk)?;
         let (md, data) = bytes.split_at(md_len.min(bytes.len()));
         unfilter_chunk_into(
             &self.pipeline,
@@ -297,22 +289,21 @@ impl TileFile {
             chunk.unfiltered_len,
             out,
         )
-        .map_err(|e| Error::filter(what, e))
+        .map_err(|e| Error::filter(place, e))
     }
 
     /// Un-filters chunk `i` of a var tile whose offsets are embedded (string mode).
-    pub fn decode_string_chunk(
-        &self,
-        file: &DataFile,
-        k: u64,
-        i: usize,
-        chunk: &Chunk,
-    ) -> Result<StringChunk> {
-        let what = format!("{}, chunk {i}", self.tile_context(k));
-        let (bytes, md_len) = self.chunk_bytes(file, &what, chunk)?;
+    pub fn decode_string_chunk(&self, k: u64, i: usize, chunk: &Chunk) -> Result<StringChunk> {
+        let place = self.tile_place(k).chunk(i);
+        let (bytes, md_len) = self.chunk_bytes(&place, chunk)?;
         let (md, data) = bytes.split_at(md_len.min(bytes.len()));
         unfilter_string_chunk(&self.pipeline, &self.ctx, md, data, chunk.unfiltered_len)
-            .map_err(|e| Error::filter(what, e))
+            .map_err(|e| Error::filter(place, e))
+    }
+
+    /// Asks the store to fetch `[start, start + len)` of the file ahead of a reader.
+    pub fn read_ahead(&self, start: u64, len: u64) {
+        self.store.read_ahead(&self.key, start, len);
     }
 
     /// True when the pipeline can carry embedded offsets (RLE or DICTIONARY first).

@@ -1,99 +1,27 @@
-//! Bytes of a field's virtual files (`values.bin`, `offsets.bin`, `validity.bin`), served
+//! Bytes of a field's raw files (`values.bin`, `offsets.bin`, `validity.bin`), served
 //! lazily: a byte range is mapped to the tiles it overlaps, each tile to the chunks it
 //! needs, and only those chunks are un-filtered (through the shared cache).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
-use crate::array::fragment::{FragmentMeta, TileList, METADATA_FILE};
-use crate::array::storage::DataFile;
-use crate::array::tile::{FileRole, TileChunks, TileFile};
-use crate::error::{Error, Result};
+use crate::array::fragment::{Fragment, FragmentMeta, TileList, METADATA_FILE};
+use crate::error::{Error, Place, Result};
 use crate::filter::StringChunk;
 
-use super::cache::{Cache, Weigh};
-use super::Node;
+use super::tile::{FileRole, TileFile};
+use super::{CacheKey, Cached, Item, RawFile, ReadEngine};
 
 /// Bytes a read reserves up front at most.
 const READ_RESERVE: usize = 4 << 20;
 
-/// The raw virtual files of a field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RawFile {
-    Values,
-    Offsets,
-    Validity,
-}
-
-impl RawFile {
-    pub fn name(self) -> &'static str {
-        match self {
-            RawFile::Values => "values.bin",
-            RawFile::Offsets => "offsets.bin",
-            RawFile::Validity => "validity.bin",
-        }
-    }
-}
-
-/// Identifies one cached item: a chunk index of a tile, a decoded chunk, a string-mode
-/// tile, or a rendered JSON file (small, but 100,000 fragments of them are not).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum CacheKey {
-    Tile {
-        fragment: usize,
-        slot: usize,
-        role: FileRole,
-        tile: u64,
-        item: Item,
-    },
-    /// A JSON file, at a generation of the array's fragment list (0 for the files
-    /// inside a fragment, which never change).
-    Rendered(Node, u64),
-    /// Where each block of a text file starts, and its total size.
-    TextIndex(Node),
-    /// The rendered text of one block of cells.
-    TextBlock(Node, u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Item {
-    ChunkIndex,
-    Chunk(usize),
-    StringTile,
-}
-
-pub enum Cached {
-    Chunks(TileChunks),
-    Bytes(Vec<u8>),
-    Strings(StringChunk),
-    Starts(Vec<u64>),
-}
-
-impl Weigh for Cached {
-    fn weight(&self) -> u64 {
-        // Plus a small constant for the entry itself.
-        64 + match self {
-            Cached::Chunks(c) => (c.chunks.len() * 32 + c.starts.len() * 8) as u64,
-            Cached::Bytes(b) => b.len() as u64,
-            Cached::Strings(s) => (s.bytes.len() + s.offsets.len() * 8) as u64,
-            Cached::Starts(s) => s.len() as u64 * 8,
-        }
-    }
-}
-
-pub type ChunkCache = Cache<CacheKey, Cached>;
-
-/// Reads the virtual files of one field of one fragment.
+/// Reads the raw files of one field of one fragment (made by [`ReadEngine::field`]).
 pub struct FieldReader<'a> {
-    pub fragment: usize,
-    pub dir: &'a std::path::Path,
+    pub fragment: &'a Fragment,
     pub meta: &'a FragmentMeta,
     pub field: &'a Field,
-    pub cache: &'a ChunkCache,
-    /// Counts chunks un-filtered, so tests can prove what did not decode anything.
-    pub decoded: &'a AtomicU64,
+    pub engine: &'a ReadEngine,
 }
 
 impl FieldReader<'_> {
@@ -121,7 +49,7 @@ impl FieldReader<'_> {
         let listed = self.meta.tile_list(TileList::Offsets, 0)?.len() as u64;
         if listed < self.meta.tile_count {
             return Err(Error::corrupt(
-                format!("{}, {METADATA_FILE}", self.meta.context()),
+                self.place().in_file(METADATA_FILE),
                 format!(
                     "the fragment has {} tiles, its first attribute's tile offsets list {listed}",
                     self.meta.tile_count
@@ -131,32 +59,16 @@ impl FieldReader<'_> {
         Ok(())
     }
 
-    /// Start of each var tile in `values.bin`, plus the total at the end.
-    fn var_starts(&self) -> Result<Vec<u64>> {
-        let sizes = self.meta.tile_list(TileList::VarSizes, self.field.slot)?;
-        let n = self.meta.tile_count as usize;
-        if sizes.len() < n {
-            return Err(Error::corrupt(
-                format!(
-                    "{}, {}, tile {}",
-                    self.meta.context(),
-                    self.field.var_file(),
-                    sizes.len()
-                ),
-                format!(
-                    "{METADATA_FILE} lists {} var tile sizes for {n} tiles",
-                    sizes.len()
-                ),
-            ));
-        }
-        let mut starts = Vec::with_capacity(n + 1);
-        let mut total = 0u64;
-        for &s in &sizes[..n] {
-            starts.push(total);
-            total = total.saturating_add(s);
-        }
-        starts.push(total);
-        Ok(starts)
+    /// Start of each var tile in `values.bin`, plus the total at the end (computed once
+    /// per fragment and field).
+    fn var_starts(&self) -> Result<Arc<Vec<u64>>> {
+        self.meta
+            .var_tile_starts(self.field.slot, &self.field.var_file())
+    }
+
+    /// `fragment F`: where errors about this field happen.
+    fn place(&self) -> Place {
+        self.meta.place().clone()
     }
 
     /// Bytes per tile of `file` when all tiles but the last have the same size.
@@ -206,14 +118,19 @@ impl FieldReader<'_> {
         out.reserve(((end - offset) as usize).min(READ_RESERVE));
         let mut pos = offset;
         while pos < end {
-            let (k, tile_start, tile_end) = self.tile_at(file, pos, var_starts.as_deref())?;
+            let (k, tile_start, tile_end) =
+                self.tile_at(file, pos, var_starts.as_ref().map(|s| s.as_slice()))?;
             let a = pos - tile_start;
             let b = end.min(tile_end) - tile_start;
             match direct_role {
                 Some(role) => self.tile_bytes_into(role, k, a, b, out)?,
-                None => {
-                    out.extend_from_slice(&self.tile_range(file, k, a, b, var_starts.as_deref())?)
-                }
+                None => out.extend_from_slice(&self.tile_range(
+                    file,
+                    k,
+                    a,
+                    b,
+                    var_starts.as_ref().map(|s| s.as_slice()),
+                )?),
             }
             pos = tile_start + b;
         }
@@ -230,8 +147,8 @@ impl FieldReader<'_> {
             return Ok(());
         }
         let var_starts = self.var_starts_of(file)?;
-        let (first, ..) = self.tile_at(file, offset, var_starts.as_deref())?;
-        let (last, ..) = self.tile_at(file, end - 1, var_starts.as_deref())?;
+        let (first, ..) = self.tile_at(file, offset, var_starts.as_ref().map(|s| s.as_slice()))?;
+        let (last, ..) = self.tile_at(file, end - 1, var_starts.as_ref().map(|s| s.as_slice()))?;
         let roles: &[FileRole] = match file {
             RawFile::Values if self.field.is_var() => &[FileRole::Var, FileRole::Data],
             RawFile::Values | RawFile::Offsets => &[FileRole::Data],
@@ -244,7 +161,7 @@ impl FieldReader<'_> {
             let (last_start, last_len) = tf.tile_span(last)?;
             let stop = last_start.saturating_add(last_len);
             if stop > start {
-                tf.open_file(first)?.read_ahead(start, stop - start);
+                tf.read_ahead(start, stop - start);
             }
             files.push((role, tf));
         }
@@ -259,7 +176,7 @@ impl FieldReader<'_> {
     }
 
     /// The var tiles' starts in `values.bin` when `file` is that of a var field.
-    fn var_starts_of(&self, file: RawFile) -> Result<Option<Vec<u64>>> {
+    fn var_starts_of(&self, file: RawFile) -> Result<Option<Arc<Vec<u64>>>> {
         Ok(if file == RawFile::Values && self.field.is_var() {
             Some(self.var_starts()?)
         } else {
@@ -292,7 +209,7 @@ impl FieldReader<'_> {
         };
         if end <= pos {
             return Err(Error::corrupt(
-                self.meta.context(),
+                self.place().in_file(self.field.data_file()),
                 format!("no tile holds byte {pos} of {}", file.name()),
             ));
         }
@@ -303,7 +220,7 @@ impl FieldReader<'_> {
     /// does not store: computed from the tile grid, cell by cell.
     fn synthesized(&self, a: u64, b: u64) -> Result<Vec<u8>> {
         let grid = DenseGrid::new(&self.meta.schema, &self.meta.footer)
-            .map_err(|r| Error::corrupt(self.meta.context(), r))?;
+            .map_err(|r| Error::corrupt(self.place(), r))?;
         let dim = self
             .meta
             .schema
@@ -311,10 +228,7 @@ impl FieldReader<'_> {
             .iter()
             .position(|d| d.name == self.field.name)
             .ok_or_else(|| {
-                Error::corrupt(
-                    self.meta.context(),
-                    format!("no dimension {}", self.field.name),
-                )
+                Error::corrupt(self.place(), format!("no dimension {}", self.field.name))
             })?;
         let size = self.field.datatype.size().max(1);
         let mut out = Vec::with_capacity((b - a) as usize);
@@ -330,7 +244,7 @@ impl FieldReader<'_> {
     }
 
     fn tile_file(&self, role: FileRole) -> Result<TileFile> {
-        TileFile::open(self.meta, self.field, role, self.dir)
+        TileFile::open(self.fragment, self.meta, self.field, role)
     }
 
     /// Bytes `[a, b)` of tile `k` of a virtual file.
@@ -351,11 +265,7 @@ impl FieldReader<'_> {
                     let source = self.tile_bytes(FileRole::Data, k, from, to)?;
                     coords.extract(a, b, &source).ok_or_else(|| {
                         Error::corrupt(
-                            format!(
-                                "{}, {}, tile {k}",
-                                self.meta.context(),
-                                self.field.data_file()
-                            ),
+                            self.place().in_file(self.field.data_file()).tile(k),
                             "coordinate tile is shorter than its cells",
                         )
                     })
@@ -364,8 +274,8 @@ impl FieldReader<'_> {
             },
             RawFile::Values => match self.string_tile(k)? {
                 Some(tile) => {
-                    let what = self.tile_file(FileRole::Var)?.tile_context(k);
-                    slice(&tile.strings(&what)?.bytes, a, b, &what)
+                    let place = self.tile_file(FileRole::Var)?.tile_place(k);
+                    slice(&tile.strings("a string tile")?.bytes, a, b, place)
                 }
                 None => self.tile_bytes(FileRole::Var, k, a, b),
             },
@@ -377,8 +287,7 @@ impl FieldReader<'_> {
                 let (a8, b8) = (a / 8 * 8, b.div_ceil(8) * 8);
                 let raw = match self.string_tile(k)? {
                     Some(tile) => {
-                        let what = format!("{}, offsets of tile {k}", self.meta.context());
-                        let offsets = tile.strings(&what)?.offsets.as_slice();
+                        let offsets = tile.strings("a string tile")?.offsets.as_slice();
                         let (from, to) =
                             ((a8 / 8) as usize, ((b8 / 8) as usize).min(offsets.len()));
                         offsets
@@ -401,18 +310,28 @@ impl FieldReader<'_> {
                     &shifted,
                     a - a8,
                     b - a8,
-                    &format!("{}, offsets of tile {k}", self.meta.context()),
+                    self.place()
+                        .in_file(self.field.data_file())
+                        .tile(k)
+                        .detail("offsets"),
                 )
             }
         }
     }
 
+    /// The chunk index of tile `k` of the field's `role` file (cached), checked against
+    /// the size the metadata promises.
+    pub fn tile_chunks(&self, role: FileRole, k: u64) -> Result<Arc<Cached>> {
+        let tf = self.tile_file(role)?;
+        self.chunk_index(&tf, role, k)
+    }
+
     /// The chunk index of tile `k` of a file, checked against the size metadata promises.
     fn chunk_index(&self, tf: &TileFile, role: FileRole, k: u64) -> Result<Arc<Cached>> {
         let key = self.key(role, k, Item::ChunkIndex);
-        self.cache.get_or_load(key, || {
-            let file = tf.open_file(k)?;
-            let chunks = tf.chunks(&file, k)?;
+        self.engine.cache().get_or_load(key, || {
+            let file_len = self.meta.file_size(&tf.file_name, &tf.tile_place(k))?;
+            let chunks = tf.chunks(k, file_len)?;
             let cells = self.meta.tile_cells(k);
             let expected = match role {
                 FileRole::Data => cells.saturating_mul(self.field.file_cell_size()),
@@ -425,7 +344,7 @@ impl FieldReader<'_> {
                 role == FileRole::Data && self.field.is_var() && chunks.chunks.is_empty();
             if chunks.unfiltered_len() != expected && !embedded_offsets {
                 return Err(Error::corrupt(
-                    tf.tile_context(k),
+                    tf.tile_place(k),
                     format!(
                         "chunks add up to {} bytes, metadata says {expected}",
                         chunks.unfiltered_len()
@@ -438,7 +357,7 @@ impl FieldReader<'_> {
 
     fn key(&self, role: FileRole, tile: u64, item: Item) -> CacheKey {
         CacheKey::Tile {
-            fragment: self.fragment,
+            fragment: self.fragment.id,
             slot: self.field.slot,
             role,
             tile,
@@ -466,8 +385,8 @@ impl FieldReader<'_> {
     ) -> Result<()> {
         let tf = self.tile_file(role)?;
         let index = self.chunk_index(&tf, role, k)?;
-        let index = index.chunks(&tf.tile_context(k))?;
-        let mut file = None;
+        let index = index.chunks("a chunk index")?;
+        let cache = self.engine.cache();
         let mut served = 0u64;
         // Chunks overlapping [a, b): the first is the last one starting at or before a.
         let first = index.starts.partition_point(|&s| s <= a).saturating_sub(1);
@@ -480,31 +399,30 @@ impl FieldReader<'_> {
                 continue;
             }
             let key = self.key(role, k, Item::Chunk(i));
-            if a <= start && end <= b && !self.cache.contains(&key) {
+            if a <= start && end <= b && !cache.contains(&key) {
                 let before = out.len();
-                self.decoded.fetch_add(1, Ordering::Relaxed);
-                tf.decode_chunk_into(opened(&mut file, &tf, k)?, k, i, chunk, out)?;
+                self.engine.count_decoded();
+                tf.decode_chunk_into(k, i, chunk, out)?;
                 let got = (out.len() - before) as u64;
                 if got != end - start {
                     return Err(Error::corrupt(
-                        format!("{}, chunk {i}", tf.tile_context(k)),
+                        tf.tile_place(k).chunk(i),
                         format!("decoded {got} bytes, its header says {}", end - start),
                     ));
                 }
                 served += got;
                 continue;
             }
-            let decoded = self.cache.get_or_load(key, || {
-                let f = opened(&mut file, &tf, k)?;
-                self.decoded.fetch_add(1, Ordering::Relaxed);
-                tf.decode_chunk(f, k, i, chunk).map(Cached::Bytes)
+            let decoded = cache.get_or_load(key, || {
+                self.engine.count_decoded();
+                tf.decode_chunk(k, i, chunk).map(Cached::Bytes)
             })?;
-            let bytes = decoded.bytes(&tf.tile_context(k))?;
+            let bytes = decoded.bytes("a decoded chunk")?;
             let from = a.max(start) - start;
             let to = b.min(end) - start;
             let part = bytes.get(from as usize..to as usize).ok_or_else(|| {
                 Error::corrupt(
-                    format!("{}, chunk {i}", tf.tile_context(k)),
+                    tf.tile_place(k).chunk(i),
                     format!("decoded {} bytes, needed {from}..{to}", bytes.len()),
                 )
             })?;
@@ -513,7 +431,7 @@ impl FieldReader<'_> {
         }
         if served != b - a {
             return Err(Error::corrupt(
-                tf.tile_context(k),
+                tf.tile_place(k),
                 format!("tile holds {served} of the bytes {a}..{b}"),
             ));
         }
@@ -525,7 +443,7 @@ impl FieldReader<'_> {
     fn string_tile(&self, k: u64) -> Result<Option<Arc<Cached>>> {
         let offsets_tf = self.tile_file(FileRole::Data)?;
         let index = self.chunk_index(&offsets_tf, FileRole::Data, k)?;
-        let index = index.chunks(&offsets_tf.tile_context(k))?;
+        let index = index.chunks("a chunk index")?;
         let cells = self.meta.tile_cells(k);
         if !index.chunks.is_empty() || cells == 0 {
             return Ok(None);
@@ -533,30 +451,29 @@ impl FieldReader<'_> {
         let var_tf = self.tile_file(FileRole::Var)?;
         if !var_tf.may_embed_offsets() {
             return Err(Error::corrupt(
-                offsets_tf.tile_context(k),
+                offsets_tf.tile_place(k),
                 format!("offsets tile is empty but the tile has {cells} cells"),
             ));
         }
         let var_index = self.chunk_index(&var_tf, FileRole::Var, k)?;
-        let var_index = var_index.chunks(&var_tf.tile_context(k))?;
-        let tile = self
-            .cache
-            .get_or_load(self.key(FileRole::Var, k, Item::StringTile), || {
-                let file = var_tf.open_file(k)?;
+        let var_index = var_index.chunks("a chunk index")?;
+        let tile = self.engine.cache().get_or_load(
+            self.key(FileRole::Var, k, Item::StringTile),
+            || {
                 let mut all = StringChunk {
                     bytes: Vec::new(),
                     offsets: Vec::new(),
                 };
                 for (i, chunk) in var_index.chunks.iter().enumerate() {
-                    self.decoded.fetch_add(1, Ordering::Relaxed);
-                    let part = var_tf.decode_string_chunk(&file, k, i, chunk)?;
+                    self.engine.count_decoded();
+                    let part = var_tf.decode_string_chunk(k, i, chunk)?;
                     let base = all.bytes.len() as u64;
                     all.offsets.extend(part.offsets.iter().map(|o| o + base));
                     all.bytes.extend_from_slice(&part.bytes);
                 }
                 if all.offsets.len() as u64 != cells {
                     return Err(Error::corrupt(
-                        var_tf.tile_context(k),
+                        var_tf.tile_place(k),
                         format!(
                             "embedded offsets give {} cells, metadata says {cells}",
                             all.offsets.len()
@@ -564,69 +481,21 @@ impl FieldReader<'_> {
                     ));
                 }
                 Ok(Cached::Strings(all))
-            })?;
+            },
+        )?;
         Ok(Some(tile))
     }
 }
 
-/// The data file of tile `k`, opened on first use: a read served from the cache opens
-/// nothing.
-fn opened<'f>(slot: &'f mut Option<DataFile>, tf: &TileFile, k: u64) -> Result<&'f DataFile> {
-    if slot.is_none() {
-        *slot = Some(tf.open_file(k)?);
-    }
-    slot.as_ref()
-        .ok_or_else(|| Error::corrupt(&tf.context, "file not open"))
-}
-
-/// `bytes[a..b]` or a corruption error naming `what`.
-fn slice(bytes: &[u8], a: u64, b: u64, what: &str) -> Result<Vec<u8>> {
+/// `bytes[a..b]` or a corruption error naming `place`.
+fn slice(bytes: &[u8], a: u64, b: u64, place: Place) -> Result<Vec<u8>> {
     bytes
         .get(a as usize..b as usize)
         .map(|s| s.to_vec())
         .ok_or_else(|| {
             Error::corrupt(
-                what,
+                place,
                 format!("decoded {} bytes, needed {a}..{b}", bytes.len()),
             )
         })
-}
-
-/// Each key kind always stores one kind of item; these accessors check it in one place
-/// and turn a mismatch (a bug, never bad data) into an error naming `what`, not a panic.
-impl Cached {
-    pub fn chunks(&self, what: &str) -> Result<&TileChunks> {
-        match self {
-            Cached::Chunks(c) => Ok(c),
-            _ => Err(wrong_item(what, "a chunk index")),
-        }
-    }
-
-    pub fn bytes(&self, what: &str) -> Result<&[u8]> {
-        match self {
-            Cached::Bytes(b) => Ok(b),
-            _ => Err(wrong_item(what, "bytes")),
-        }
-    }
-
-    pub fn strings(&self, what: &str) -> Result<&StringChunk> {
-        match self {
-            Cached::Strings(s) => Ok(s),
-            _ => Err(wrong_item(what, "a string tile")),
-        }
-    }
-
-    pub fn starts(&self, what: &str) -> Result<&[u64]> {
-        match self {
-            Cached::Starts(s) => Ok(s),
-            _ => Err(wrong_item(what, "a text index")),
-        }
-    }
-}
-
-fn wrong_item(what: &str, wanted: &str) -> Error {
-    Error::corrupt(
-        what,
-        format!("the cache holds another kind of item than {wanted}"),
-    )
 }

@@ -4,17 +4,17 @@
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
-use crate::array::fragment::{dir_size, FragmentMeta};
+use crate::array::fragment::FragmentMeta;
 use crate::array::layout;
-use crate::array::storage::DataFile;
-use crate::array::tile::{FileRole, TileFile};
 use crate::array::{Array, Fragment};
 use crate::error::Result;
 use crate::format::fragment_metadata::TileBounds;
 use crate::format::schema::{ArraySchema, CurrentDomain, VAR_NUM};
 use crate::format::{Filter, FilterPipeline};
+use crate::read::tile::{FileRole, TileFile};
+use crate::read::ReadEngine;
 
-use super::value;
+use crate::view::value;
 
 pub fn to_bytes(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
@@ -255,11 +255,12 @@ fn bounds(b: &TileBounds, k: usize, meta: &FragmentMeta, f: &crate::array::field
 /// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics
 /// (v11+), the first and last coordinates in global order (v23+ sparse); per fragment
 /// the statistics (v12+), the processed delete/update conditions (v16+) and the R-tree.
-pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
+pub fn tiles(engine: &ReadEngine, fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
     let mut fields = Map::new();
     let fragment_stats = meta.fragment_stats()?;
     let mut statistics = Map::new();
-    for f in meta.fields.iter().filter(|f| f.stored) {
+    for (index, f) in meta.fields.iter().enumerate().filter(|(_, f)| f.stored) {
+        let reader = engine.field(fragment, meta, index)?;
         let (min, max) = meta.tile_bounds(f.slot)?;
         let dimension = match f.role {
             FieldRole::Dimension => meta.schema.dimensions.iter().position(|d| d.name == f.name),
@@ -282,24 +283,22 @@ pub fn tiles(fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
         if f.nullable {
             roles.push(FileRole::Validity);
         }
-        let files: Vec<(TileFile, Option<DataFile>)> = roles
+        let files: Vec<(FileRole, TileFile)> = roles
             .iter()
-            .map(|&r| {
-                let tf = TileFile::open(meta, f, r, &fragment.dir)?;
-                let file = DataFile::open(&tf.path).ok();
-                Ok((tf, file))
-            })
+            .map(|&r| Ok((r, TileFile::open(fragment, meta, f, r)?)))
             .collect::<Result<_>>()?;
         let mut tiles = Vec::new();
         for k in 0..meta.tile_count {
             let mut t = Map::new();
             t.insert("cells".into(), json!(meta.tile_cells(k)));
-            for (tf, file) in &files {
+            for (role, tf) in &files {
                 let (offset, size) = tf.tile_span(k)?;
-                let chunks = match file {
-                    Some(file) => tf.chunks(file, k).ok(),
-                    None => None,
-                };
+                // Through the engine's cache of chunk indexes; a tile that cannot be
+                // walked shows no chunk facts (its reads report why).
+                let index = reader.tile_chunks(*role, k).ok();
+                let chunks = index
+                    .as_deref()
+                    .and_then(|c| c.chunks("a chunk index").ok());
                 t.insert(
                     tf.file_name.clone(),
                     json!({
@@ -392,13 +391,13 @@ pub fn array(array: &Array) -> Value {
                        "layout": layout::describe(f, &m),
                        "timestamp_range": [f.timestamps.t1, f.timestamps.t2],
                        "type": if m.footer.dense { "dense" } else { "sparse" },
-                       "cell_count": m.cell_count(), "size_on_disk": dir_size(&f.dir)})
+                       "cell_count": m.cell_count(), "size_on_disk": f.size_on_disk().unwrap_or(0)})
             }
             Err(e) => json!({"name": f.name, "dir": f.rel_dir, "error": e.to_string()}),
         })
         .collect();
     json!({
-        "path": array.root.display().to_string(),
+        "path": array.location(),
         "format_versions": versions,
         "schema_versions": array.schemas.iter().map(|s| s.schema.version).collect::<std::collections::BTreeSet<_>>(),
         "fragment_count": array.fragments.len(),

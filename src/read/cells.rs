@@ -1,0 +1,144 @@
+//! Cells of a field: cells `i..j` of one field of one fragment, fixed or var-size, with
+//! their validity. The text renderers, and every view that needs values rather than
+//! bytes, read through here; the bytes come from the field's raw files.
+
+use crate::error::{Error, Place, Result};
+
+use super::{FieldReader, RawFile};
+
+/// A run of consecutive cells of one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cells {
+    /// The index of the first cell in the fragment.
+    pub first: u64,
+    /// Fixed-size fields: the cells' values back to back. Var-size: their bytes,
+    /// concatenated.
+    pub values: Vec<u8>,
+    /// Var-size fields: where each cell starts in `values`, then where the last ends.
+    pub bounds: Option<Vec<u64>>,
+    /// Nullable fields: one byte per cell, 1 valid, 0 null.
+    pub validity: Option<Vec<u8>>,
+    /// Bytes per cell of a fixed-size field.
+    cell_size: usize,
+    count: usize,
+}
+
+impl Cells {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The value of cell `i` of the run (all elements of a fixed multi-value cell; the
+    /// bytes of a var cell). Out of range: empty.
+    pub fn value(&self, i: usize) -> &[u8] {
+        match &self.bounds {
+            Some(b) => match (b.get(i), b.get(i + 1)) {
+                // An offset below the one before (bad data) makes an empty cell.
+                (Some(&from), Some(&to)) => self
+                    .values
+                    .get(from as usize..to.max(from) as usize)
+                    .unwrap_or_default(),
+                _ => &[],
+            },
+            None => self
+                .values
+                .get(i * self.cell_size..(i + 1) * self.cell_size)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether cell `i` of the run holds a value (not null).
+    pub fn is_valid(&self, i: usize) -> bool {
+        self.validity
+            .as_ref()
+            .is_none_or(|v| v.get(i).is_some_and(|&b| b != 0))
+    }
+}
+
+impl FieldReader<'_> {
+    /// Cells `first .. first + n` of the field (clipped to the fragment's cells).
+    pub fn cells(&self, first: u64, n: u64) -> Result<Cells> {
+        let field = self.field;
+        let total = self.meta.cell_count();
+        let n = n.min(total.saturating_sub(first));
+        // Cells that do not fit what the metadata promises: named by the file holding
+        // the offsets (or values) and the tile of the first cell concerned.
+        let place = |cell: u64| -> Place {
+            self.meta
+                .place()
+                .clone()
+                .in_file(field.data_file())
+                .tile(cell / self.meta.cells_per_tile.max(1))
+                .detail(format!("field {}, cell {cell}", field.name))
+        };
+        let validity = if field.nullable {
+            Some(self.read(RawFile::Validity, first, n)?)
+        } else {
+            None
+        };
+        let (values, bounds, cell_size) = if field.is_var() {
+            let mut bounds: Vec<u64> = self
+                .read(RawFile::Offsets, first * 8, n * 8)?
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect();
+            let size = self.size(RawFile::Values)?;
+            let end = if first + n < total {
+                let next = self.read(RawFile::Offsets, (first + n) * 8, 8)?;
+                u64::from_le_bytes(next.try_into().unwrap_or([0; 8]))
+            } else {
+                size
+            };
+            let base = bounds.first().copied().unwrap_or(end);
+            if base > end || end > size {
+                return Err(Error::corrupt(
+                    place(first),
+                    format!("offsets {base}..{end} out of order"),
+                ));
+            }
+            bounds.push(end);
+            // Relative to the first cell's start; each must stay within the bytes read.
+            for (b, cell) in bounds.iter_mut().zip(first..) {
+                *b = b
+                    .checked_sub(base)
+                    .filter(|&rel| rel <= end - base)
+                    .ok_or_else(|| Error::corrupt(place(cell), "offsets out of order"))?;
+            }
+            let bytes = self.read(RawFile::Values, base, end - base)?;
+            (bytes, Some(bounds), 0)
+        } else {
+            let size = field.cell_size().max(1);
+            (
+                self.read(RawFile::Values, first * size, n * size)?,
+                None,
+                size as usize,
+            )
+        };
+        let cells = Cells {
+            first,
+            values,
+            bounds,
+            validity,
+            cell_size,
+            count: n as usize,
+        };
+        let short = match &cells.bounds {
+            Some(b) => b.len() != cells.count + 1,
+            None => cells.values.len() != cells.count * cells.cell_size,
+        } || cells
+            .validity
+            .as_ref()
+            .is_some_and(|v| v.len() != cells.count);
+        if short {
+            return Err(Error::corrupt(
+                place(first),
+                "fewer cells than the metadata promises",
+            ));
+        }
+        Ok(cells)
+    }
+}

@@ -1,0 +1,602 @@
+//! The tree of a TileDB array (`DESIGN.md`, "The mounted tree"): array-level JSON, every
+//! schema, and one folder per live fragment with its footer, tile statistics, cells and
+//! per-field files. Bytes come from the [`ReadEngine`]; this module only decides what is
+//! where.
+
+pub mod json;
+mod textfiles;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use crate::array::fragment::{Fragment, FragmentId, FragmentMeta};
+use crate::array::{Array, OpenOptions};
+use crate::error::{Error, Result};
+use crate::read::{CacheKey, Cached, FieldReader, RawFile, ReadEngine, ViewItem};
+use crate::storage::{Pin, Store};
+
+use super::info::{ArrayInfo, Info};
+use super::nodes::{Ino, NodeTable};
+use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INTERVAL};
+
+/// A node of the tree. Fragments are named by their [`FragmentId`], fields by their
+/// index in the fragment's fields.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Node {
+    Root,
+    ArrayJson,
+    SchemaJson,
+    SchemasDir,
+    /// `schemas/<name>.json`, by schema file name.
+    SchemaFile(String),
+    FragmentsDir,
+    Fragment(FragmentId),
+    FooterJson(FragmentId),
+    TilesJson(FragmentId),
+    /// `cells.csv` of a fragment.
+    CellsCsv(FragmentId),
+    Field(FragmentId, usize),
+    Raw(FragmentId, usize, RawFile),
+    /// `values.npy` of a fixed-size field.
+    Npy(FragmentId, usize),
+    /// `values.txt` of a field.
+    Text(FragmentId, usize),
+}
+
+impl Node {
+    fn is_dir(&self) -> bool {
+        matches!(
+            self,
+            Node::Root
+                | Node::SchemasDir
+                | Node::FragmentsDir
+                | Node::Fragment(_)
+                | Node::Field(..)
+        )
+    }
+
+    fn kind(&self) -> Kind {
+        if self.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::File
+        }
+    }
+
+    /// The fragment a node is inside of.
+    fn fragment(&self) -> Option<FragmentId> {
+        match *self {
+            Node::Fragment(f)
+            | Node::FooterJson(f)
+            | Node::TilesJson(f)
+            | Node::CellsCsv(f)
+            | Node::Field(f, _)
+            | Node::Raw(f, ..)
+            | Node::Npy(f, _)
+            | Node::Text(f, _) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// Fragments kept readable for open files after a rescan dropped them: the fragment and
+/// how many open files hold it.
+type Pinned = Arc<Mutex<HashMap<FragmentId, (Arc<Fragment>, usize)>>>;
+
+pub struct ArrayTree {
+    /// The array as last scanned; replaced whole by a rescan that finds changes.
+    array: RwLock<Arc<Array>>,
+    /// Bumped by every rescan that changed something.
+    generation: AtomicU64,
+    scanned_at: Mutex<Instant>,
+    engine: Arc<ReadEngine>,
+    nodes: NodeTable<Node>,
+    /// This tree's name for the items it keeps in the engine's cache.
+    owner: u64,
+    pinned: Pinned,
+}
+
+impl ArrayTree {
+    /// The tree of an opened array, with a cache of `cache_size` bytes of its own.
+    pub fn new(array: Array, cache_size: u64) -> ArrayTree {
+        ArrayTree::with_engine(array, Arc::new(ReadEngine::new(cache_size)))
+    }
+
+    /// The tree of an opened array, reading through `engine` (shared by the trees of a
+    /// group).
+    pub fn with_engine(array: Array, engine: Arc<ReadEngine>) -> ArrayTree {
+        ArrayTree {
+            array: RwLock::new(Arc::new(array)),
+            generation: AtomicU64::new(0),
+            scanned_at: Mutex::new(Instant::now()),
+            engine,
+            nodes: NodeTable::new(Node::Root),
+            owner: ReadEngine::new_owner(),
+            pinned: Arc::default(),
+        }
+    }
+
+    /// Opens the array at the root of `store`.
+    pub fn open(store: Arc<dyn Store>, options: OpenOptions, cache_size: u64) -> Result<ArrayTree> {
+        Ok(ArrayTree::new(Array::open(store, options)?, cache_size))
+    }
+
+    /// Opens the array in a local folder.
+    pub fn open_path(
+        path: &std::path::Path,
+        options: OpenOptions,
+        cache_size: u64,
+    ) -> Result<ArrayTree> {
+        let store = crate::storage::LocalStore::open(path).map_err(|e| match e {
+            Error::NotDirectory(p) => {
+                Error::NotAnArray(format!("{p}: not a TileDB array (not a folder)"))
+            }
+            e => e,
+        })?;
+        ArrayTree::open(Arc::new(store), options, cache_size)
+    }
+
+    /// The array as last scanned.
+    pub fn array(&self) -> Arc<Array> {
+        self.array.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the array folder again now. Returns whether anything changed. A folder that
+    /// cannot be read keeps the last good list (and the error is returned).
+    pub fn refresh(&self) -> Result<bool> {
+        *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let old = self.array();
+        let new = old.rescan()?;
+        if new.same_content(&old) {
+            return Ok(false);
+        }
+        log::info!(
+            "{}: {} live fragments (was {})",
+            new.location(),
+            new.fragments.len(),
+            old.fragments.len()
+        );
+        *self.array.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(true)
+    }
+
+    /// [`ArrayTree::refresh`] when the last scan is older than [`REFRESH_INTERVAL`].
+    fn refresh_if_stale(&self) {
+        let stale = self
+            .scanned_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+            >= REFRESH_INTERVAL;
+        if stale {
+            if let Err(e) = self.refresh() {
+                log::warn!("rescanning the array: {e} (keeping the last list)");
+            }
+        }
+    }
+
+    /// Chunks un-filtered since the tree was opened.
+    pub fn chunks_decoded(&self) -> u64 {
+        self.engine.chunks_decoded()
+    }
+
+    /// Bytes the cache holds now (never more than the size it was opened with).
+    pub fn cache_used(&self) -> u64 {
+        self.engine.cache().used()
+    }
+
+    fn node(&self, ino: Ino) -> Result<Node> {
+        self.nodes
+            .node(ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+    }
+
+    fn entry(&self, name: String, node: Node) -> Entry {
+        Entry {
+            name,
+            kind: node.kind(),
+            ino: self.nodes.ino(&node),
+        }
+    }
+
+    /// The fragment with id `id`: live, or kept for an open file after it was vacuumed.
+    fn fragment(&self, id: FragmentId) -> Result<Arc<Fragment>> {
+        if let Some(f) = self.array().fragment(id) {
+            return Ok(f.clone());
+        }
+        let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        pinned
+            .get(&id)
+            .map(|(f, _)| f.clone())
+            .ok_or_else(|| Error::NotFound(format!("fragment #{}", id.0)))
+    }
+
+    fn meta(&self, id: FragmentId) -> Result<(Arc<Fragment>, Arc<FragmentMeta>)> {
+        let fragment = self.fragment(id)?;
+        let meta = fragment.meta(&self.array().schemas)?;
+        Ok((fragment, meta))
+    }
+
+    /// Runs `f` on a reader of field `i` of fragment `id`.
+    fn with_field<T>(
+        &self,
+        id: FragmentId,
+        i: usize,
+        f: impl FnOnce(&FieldReader<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let (fragment, meta) = self.meta(id)?;
+        let reader = self.engine.field(&fragment, &meta, i)?;
+        f(&reader)
+    }
+
+    /// Fails with `NotFound` unless the node is in the tree now (a vacuumed fragment's
+    /// nodes are gone, but for open files).
+    fn check_exists(&self, node: &Node) -> Result<()> {
+        match node {
+            Node::SchemaFile(name) if !self.array().schemas.iter().any(|s| &s.name == name) => {
+                Err(Error::NotFound(format!("schema {name}")))
+            }
+            Node::Field(f, i) | Node::Raw(f, i, _) | Node::Text(f, i) => {
+                self.with_field(*f, *i, |_| Ok(()))
+            }
+            Node::Npy(f, i) => self.with_field(*f, *i, |r| match r.field.is_var() {
+                false => Ok(()),
+                true => Err(Error::NotFound(format!("values.npy of var field #{i}"))),
+            }),
+            other => match other.fragment() {
+                Some(f) => self.fragment(f).map(|_| ()),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn lookup_node(&self, parent: &Node, name: &str) -> Result<Node> {
+        if !parent.is_dir() {
+            return Err(Error::NotDirectory(name.to_string()));
+        }
+        if *parent == Node::FragmentsDir {
+            // By name, not by listing: `stat` of each of 100,000 fragments stays cheap.
+            self.refresh_if_stale();
+            return self
+                .array()
+                .fragment_named(name)
+                .filter(|f| names::encode(&f.name) == name)
+                .map(|f| Node::Fragment(f.id))
+                .ok_or_else(|| Error::NotFound(name.to_string()));
+        }
+        self.list_nodes(parent)?
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, node)| node)
+            .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    /// The entries of a folder, in display order.
+    fn list_nodes(&self, dir: &Node) -> Result<Vec<(String, Node)>> {
+        let e = |name: &str, node| (name.to_string(), node);
+        Ok(match dir {
+            Node::Root => vec![
+                e("array.json", Node::ArrayJson),
+                e("schema.json", Node::SchemaJson),
+                e("schemas", Node::SchemasDir),
+                e("fragments", Node::FragmentsDir),
+            ],
+            Node::SchemasDir => self
+                .array()
+                .schemas
+                .iter()
+                .map(|s| {
+                    (
+                        format!("{}.json", names::encode(&s.name)),
+                        Node::SchemaFile(s.name.clone()),
+                    )
+                })
+                .collect(),
+            Node::FragmentsDir => {
+                self.refresh_if_stale();
+                self.array()
+                    .fragments
+                    .iter()
+                    .map(|f| (names::encode(&f.name), Node::Fragment(f.id)))
+                    .collect()
+            }
+            Node::Fragment(f) => {
+                let (_, meta) = self.meta(*f)?;
+                let mut out = vec![
+                    e("footer.json", Node::FooterJson(*f)),
+                    e("tiles.json", Node::TilesJson(*f)),
+                    e("cells.csv", Node::CellsCsv(*f)),
+                ];
+                for (i, field) in meta.fields.iter().enumerate() {
+                    out.push((names::encode(&field.name), Node::Field(*f, i)));
+                }
+                out
+            }
+            Node::Field(f, i) => {
+                let (_, meta) = self.meta(*f)?;
+                let field = meta
+                    .fields
+                    .get(*i)
+                    .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
+                let mut out = vec![e("values.bin", Node::Raw(*f, *i, RawFile::Values))];
+                if field.is_var() {
+                    out.push(e("offsets.bin", Node::Raw(*f, *i, RawFile::Offsets)));
+                }
+                if field.nullable {
+                    out.push(e("validity.bin", Node::Raw(*f, *i, RawFile::Validity)));
+                }
+                if !field.is_var() {
+                    out.push(e("values.npy", Node::Npy(*f, *i)));
+                }
+                out.push(e("values.txt", Node::Text(*f, *i)));
+                out
+            }
+            other => return Err(Error::NotDirectory(format!("{other:?}"))),
+        })
+    }
+
+    fn node_size(&self, ino: Ino, node: &Node) -> Result<u64> {
+        Ok(match node {
+            n if n.is_dir() => 0,
+            Node::Raw(f, i, raw) => self.with_field(*f, *i, |r| r.size(*raw))?,
+            Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => self.derived_size(ino, node)?,
+            _ => self.rendered(ino, node)?.bytes("a JSON file")?.len() as u64,
+        })
+    }
+
+    /// JSON files are rendered on first use and kept in the bounded cache. The
+    /// array-level ones change with a rescan, so their key carries the generation.
+    fn rendered(&self, ino: Ino, node: &Node) -> Result<Arc<Cached>> {
+        if *node == Node::ArrayJson {
+            self.refresh_if_stale();
+        }
+        let generation = match self.node_lifetime(node) {
+            Lifetime::Immutable => 0,
+            Lifetime::Changing => self.generation(),
+        };
+        self.engine.cache().get_or_load(
+            CacheKey::View {
+                owner: self.owner,
+                file: ino,
+                item: ViewItem::Rendered(generation),
+            },
+            || self.render(node),
+        )
+    }
+
+    fn render(&self, node: &Node) -> Result<Cached> {
+        let array = self.array();
+        let value = match node {
+            Node::ArrayJson => json::array(&array),
+            Node::SchemaJson => {
+                let s = array.latest_schema();
+                json::schema(&s.name, &s.schema)
+            }
+            Node::SchemaFile(name) => {
+                let s = array
+                    .schemas
+                    .iter()
+                    .find(|s| &s.name == name)
+                    .ok_or_else(|| Error::NotFound(format!("schema {name}")))?;
+                json::schema(&s.name, &s.schema)
+            }
+            Node::FooterJson(f) => {
+                let (fragment, meta) = self.meta(*f)?;
+                json::footer(&fragment, &meta)
+            }
+            Node::TilesJson(f) => {
+                let (fragment, meta) = self.meta(*f)?;
+                json::tiles(&self.engine, &fragment, &meta)?
+            }
+            other => return Err(Error::IsDirectory(format!("{other:?}"))),
+        };
+        Ok(Cached::Bytes(json::to_bytes(&value)))
+    }
+
+    fn node_lifetime(&self, node: &Node) -> Lifetime {
+        match node {
+            // A fragment folder may be vacuumed; what is inside never changes.
+            Node::Fragment(_) => Lifetime::Changing,
+            n if n.fragment().is_some() => Lifetime::Immutable,
+            _ => Lifetime::Changing,
+        }
+    }
+
+    fn read_node_into(
+        &self,
+        ino: Ino,
+        node: &Node,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match node {
+            n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
+            Node::Raw(f, i, raw) => {
+                self.with_field(*f, *i, |r| r.read_into(*raw, offset, len, out))
+            }
+            Node::Npy(f, i) => self.npy_read_into(ino, *f, *i, offset, len, out),
+            Node::Text(..) | Node::CellsCsv(_) => self.text_read_into(ino, node, offset, len, out),
+            other => {
+                let rendered = self.rendered(ino, other)?;
+                let bytes = rendered.bytes("a JSON file")?;
+                let start = offset.min(bytes.len() as u64) as usize;
+                let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
+                out.extend_from_slice(&bytes[start..end]);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What [`ArrayTree::open`](FileTree::open) hands out: the fragment stays readable (its
+/// metadata kept, its files pinned in the store) while the file is open.
+struct FragmentGuard {
+    id: FragmentId,
+    pinned: Pinned,
+    _files: Pin,
+}
+
+impl Drop for FragmentGuard {
+    fn drop(&mut self) {
+        let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, count)) = pinned.get_mut(&self.id) {
+            *count -= 1;
+            if *count == 0 {
+                pinned.remove(&self.id);
+            }
+        }
+    }
+}
+
+impl FileTree for ArrayTree {
+    fn list(&self, dir: Ino) -> Result<Vec<Entry>> {
+        let node = self.node(dir)?;
+        self.check_exists(&node)?;
+        Ok(self
+            .list_nodes(&node)?
+            .into_iter()
+            .map(|(name, node)| self.entry(name, node))
+            .collect())
+    }
+
+    fn lookup(&self, parent: Ino, name: &str) -> Result<Entry> {
+        let parent = self.node(parent)?;
+        let node = self.lookup_node(&parent, name)?;
+        Ok(self.entry(name.to_string(), node))
+    }
+
+    fn stat(&self, ino: Ino) -> Result<Stat> {
+        let node = self.node(ino)?;
+        if node == Node::FragmentsDir {
+            self.refresh_if_stale();
+        }
+        self.check_exists(&node)?;
+        let array = self.array();
+        let (kind, size, nlink) = match &node {
+            Node::Root => (Kind::Dir, 0, 4),
+            Node::SchemasDir => (Kind::Dir, 0, 2),
+            Node::FragmentsDir => (
+                Kind::Dir,
+                0,
+                u32::try_from(array.fragments.len())
+                    .unwrap_or(u32::MAX - 2)
+                    .saturating_add(2),
+            ),
+            Node::Fragment(_) => (Kind::Dir, 0, 1),
+            Node::Field(..) => (Kind::Dir, 0, 2),
+            file => (Kind::File, self.node_size(ino, file)?, 1),
+        };
+        let mtime_ms = match node.fragment() {
+            Some(f) => Some(self.fragment(f)?.timestamps.t2),
+            None => None,
+        };
+        Ok(Stat {
+            kind,
+            size,
+            nlink,
+            mtime_ms,
+        })
+    }
+
+    fn size(&self, ino: Ino) -> Result<u64> {
+        let node = self.node(ino)?;
+        self.node_size(ino, &node)
+    }
+
+    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        let node = self.node(ino)?;
+        self.read_node_into(ino, &node, offset, len, out)
+    }
+
+    /// Prepares what a read of the range will need: for field files, their stored tiles
+    /// are brought into the page cache and their chunk headers walked (nothing decoded);
+    /// text files are rendered into the cache, block by block.
+    fn read_ahead(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        let node = self.node(ino)?;
+        match &node {
+            Node::Raw(f, i, raw) => self.with_field(*f, *i, |r| r.read_ahead(*raw, offset, len)),
+            Node::Npy(f, i) => {
+                let h = self.npy_header(*f, *i)?.len() as u64;
+                let end = offset.saturating_add(len).saturating_sub(h);
+                let from = offset.saturating_sub(h);
+                self.with_field(*f, *i, |r| {
+                    r.read_ahead(RawFile::Values, from, end.saturating_sub(from))
+                })
+            }
+            Node::Text(..) | Node::CellsCsv(_) => {
+                self.text_read_into(ino, &node, offset, len, &mut Vec::new())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn open(&self, ino: Ino) -> Result<Option<OpenGuard>> {
+        let node = self.node(ino)?;
+        let Some(id) = node.fragment() else {
+            return Ok(None);
+        };
+        // The metadata is read now, and the fragment's files pinned: whatever happens to
+        // the fragment on disk, this file reads on.
+        let (fragment, _) = self.meta(id)?;
+        let files = fragment.store.pin(&fragment.rel_dir)?;
+        let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        pinned.entry(id).or_insert((fragment, 0)).1 += 1;
+        Ok(Some(Box::new(FragmentGuard {
+            id,
+            pinned: self.pinned.clone(),
+            _files: files,
+        })))
+    }
+
+    fn parent(&self, ino: Ino) -> Result<Ino> {
+        let node = self.node(ino)?;
+        let parent = match node {
+            Node::Root
+            | Node::ArrayJson
+            | Node::SchemaJson
+            | Node::SchemasDir
+            | Node::FragmentsDir => Node::Root,
+            Node::SchemaFile(_) => Node::SchemasDir,
+            Node::Fragment(_) => Node::FragmentsDir,
+            Node::FooterJson(f) | Node::TilesJson(f) | Node::CellsCsv(f) | Node::Field(f, _) => {
+                Node::Fragment(f)
+            }
+            Node::Raw(f, i, _) | Node::Npy(f, i) | Node::Text(f, i) => Node::Field(f, i),
+        };
+        Ok(self.nodes.ino(&parent))
+    }
+
+    fn lifetime(&self, ino: Ino) -> Lifetime {
+        match self.nodes.node(ino) {
+            Some(node) => self.node_lifetime(&node),
+            None => Lifetime::Changing,
+        }
+    }
+
+    fn size_is_costly(&self, ino: Ino) -> bool {
+        match self.nodes.node(ino) {
+            Some(node) => self.text_size_is_costly(ino, &node),
+            None => false,
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn source(&self) -> String {
+        self.array().location()
+    }
+
+    fn entry_count(&self) -> u64 {
+        self.array().fragments.len() as u64
+    }
+
+    fn info(&self) -> Result<Info> {
+        Ok(Info::Array(ArrayInfo::of(&self.array())))
+    }
+}
