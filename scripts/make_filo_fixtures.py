@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the Filo test fixtures: small chunks of every vector type, with the values
-they hold, encoded from shared/spec/filo/FORMAT.md by code independent of fragfs.
+they hold, encoded from docs/filo-format/FORMAT.md by code independent of fragfs.
 
 Usage: python3 scripts/make_filo_fixtures.py [OUTDIR]   (default tests/fixtures/filo;
        OUTDIR is deleted and rewritten). Needs only the Python standard library.
@@ -742,7 +742,7 @@ def main():
             f.write(s['data'])
         records.append(record(s, file))
     with open(os.path.join(outdir, 'expected.json'), 'w') as f:
-        f.write('{"generator": "scripts/make_filo_fixtures.py", "spec": "shared/spec/filo/FORMAT.md",\n'
+        f.write('{"generator": "scripts/make_filo_fixtures.py", "spec": "docs/filo-format/FORMAT.md",\n'
                 ' "samples": [\n')
         f.write(',\n'.join('  ' + json.dumps(r, ensure_ascii=False, allow_nan=False) for r in records))
         f.write('\n ]}\n')

@@ -1070,7 +1070,7 @@ shared corpus. Written by `scripts/make_fixtures.py` with tiledb-py {tiledb_py}
 `scripts/make_fixtures.sh`.
 
 Each array `<name>/` has `<name>.expected.json` beside it, in exactly the format
-of the shared corpus (`shared/corpus/README.md`, sections "`<array>.expected.json`"
+of the shared corpus (`docs/corpus.md`, sections "`<array>.expected.json`"
 and "How a reader should compare"): every live fragment with its fields, cell
 values in storage (global) order, var offsets / var bytes, validity, the files
 that hold them and the tile cell counts. Values come from TileDB reading each

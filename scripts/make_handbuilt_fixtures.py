@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Hand-built TileDB arrays for the format versions no installable TileDB writes.
 
-* Format 1 (TileDB 1.4): tiledb-py never shipped a wheel for it (`shared/corpus/README.md`).
+* Format 1 (TileDB 1.4): tiledb-py never shipped a wheel for it (`docs/corpus.md`).
 * Format 23 (TileDB 2.31+): not released as a wheel installable here yet.
 
-Every byte is laid out from the format digest in `shared/spec/tiledb/` (section numbers
+Every byte is laid out from the format digest in `docs/tiledb-format/` (section numbers
 in the comments), with only the Python standard library: no TileDB, and nothing taken
 from fragfs. Each array gets an `<array>.expected.json` in the corpus format
-(`shared/corpus/README.md`) holding the values this script wrote, which the tests
+(`docs/corpus.md`) holding the values this script wrote, which the tests
 compare with what fragfs serves.
 
 Output is deterministic (fixed UUIDs and timestamps); run from anywhere:
@@ -597,9 +597,9 @@ def v23_dense(name):
 README = """# Hand-built arrays (formats 1 and 23)
 
 No installable TileDB writes format 1 (TileDB 1.4) or format 23 (TileDB 2.31+), so these
-arrays are **built by hand from the spec** (`shared/spec/tiledb/`) by
+arrays are **built by hand from the spec** (`docs/tiledb-format/`) by
 `scripts/make_handbuilt_fixtures.py`, standard-library Python, without TileDB and
-without fragfs. Each `<array>.expected.json` (corpus format, `shared/corpus/README.md`)
+without fragfs. Each `<array>.expected.json` (corpus format, `docs/corpus.md`)
 holds the values the script wrote; `tests/format_versions.rs` reads them back through
 fragfs. Regenerate (deterministic output) with
 

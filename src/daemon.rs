@@ -33,9 +33,12 @@ impl Reporter {
 /// Forks. In the parent this never returns: it waits for the child's report and exits.
 /// In the child it returns the [`Reporter`], with the child in a new session.
 ///
-/// Must be called while the process has a single thread: only the calling thread
-/// survives a fork, and locks held by others would stay locked forever in the child.
-pub fn daemonize() -> io::Result<Reporter> {
+/// # Safety
+///
+/// The process must have a single thread when this is called: only the calling thread
+/// survives a fork, and a lock another thread held (the allocator's, a logger's) would
+/// stay locked forever in the child, which goes on running arbitrary Rust code.
+pub unsafe fn daemonize() -> io::Result<Reporter> {
     let mut fds = [0; 2];
     // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -44,8 +47,8 @@ pub fn daemonize() -> io::Result<Reporter> {
     // SAFETY: pipe2 succeeded, so both are open descriptors that nothing else owns.
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the caller guarantees a single-threaded process (see above), the one case
-    // in which the child may go on running arbitrary Rust code after fork.
+    // SAFETY: the caller guarantees a single-threaded process (this function's contract),
+    // the one case in which the child may go on running arbitrary Rust code after fork.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
         0 => {
@@ -123,6 +126,3 @@ impl Signals {
         Ok(sig)
     }
 }
-
-// SAFETY: sigset_t is plain data (a bit array) that sigwait only reads.
-unsafe impl Send for Signals {}

@@ -5,6 +5,10 @@
 //! metadata) -> [`read`] (bytes and cells of a field) -> [`view`] (the trees of files) ->
 //! FUSE ([`fuse`], [`mount`], [`daemon`]) or the command line ([`info`], [`listing`]).
 //! Lower layers never import higher ones.
+//!
+//! Comments cite the TileDB format digest in `docs/tiledb-format/` by file and section
+//! (`06-fragment-metadata.md` §3), the Filo format in `docs/filo-format/FORMAT.md`, and
+//! the architecture in `docs/DESIGN.md`.
 
 pub mod array;
 pub mod daemon;

@@ -57,7 +57,11 @@ pub fn run(request: MountRequest) -> Result<()> {
     let reporter = if request.foreground {
         None
     } else {
-        Some(daemon::daemonize().map_err(|e| Error::io(Path::new("fork"), e))?)
+        // SAFETY: no thread was started yet: argument parsing, logging set-up and opening
+        // the tree (a store, its listings and schemas) run on this thread alone; the
+        // serving and read-ahead threads start in the child, after the fork.
+        let reporter = unsafe { daemon::daemonize() };
+        Some(reporter.map_err(|e| Error::io(Path::new("fork"), e))?)
     };
     serve(view, &request, reporter)
 }

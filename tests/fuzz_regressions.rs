@@ -1,6 +1,7 @@
 //! Inputs the fuzz targets (`fuzz/`) once found a panic, hang or unbounded allocation
 //! with, replayed through the very code the targets run (`fuzz/src/lib.rs` is included
-//! here): each must now return, with an error or not.
+//! here): each must now return, with an error or not. Targets without a finding keep
+//! hand-made guards (counts of 0xFF.., inputs cut short), so every target replays some.
 //!
 //! A new finding goes to `tests/fuzz_regressions/<target>/<what-it-was>`, minimised
 //! (`cargo fuzz tmin`), next to the fix.
@@ -55,15 +56,17 @@ unsafe impl GlobalAlloc for Recording {
 static ALLOCATOR: Recording = Recording;
 
 /// Runs every saved input of `target` through it; each that panics or makes an
-/// allocation over [`MALLOC_LIMIT`] is named, and fails the test.
+/// allocation over [`MALLOC_LIMIT`] is named, and fails the test. Every target has
+/// saved inputs (fuzzer findings, or hand-made guards: counts of 0xFF.., inputs cut
+/// short): a folder gone missing fails rather than replay nothing.
 fn replay(target: &str, run: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fuzz_regressions")
         .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (the saved inputs of {target})", dir.display()));
     let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+    assert!(!paths.is_empty(), "{}: no saved input", dir.display());
     paths.sort();
     let mut failures = Vec::new();
     for path in paths {

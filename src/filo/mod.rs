@@ -1,5 +1,5 @@
 //! The Filo binary vector wire format (velvia/filo 0.2–0.3.7 and FiloDB's chunks), decoded
-//! to fragfs's plain representation. Spec: `shared/spec/filo/FORMAT.md`.
+//! to fragfs's plain representation. Spec: `docs/filo-format/FORMAT.md`.
 //!
 //! A Filo chunk holds one column for a run of rows: a 4-byte header word naming the
 //! vector kind, then either a FlatBuffer (old vectors) or a raw memory image (new-style

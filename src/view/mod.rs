@@ -1,4 +1,4 @@
-//! The virtual trees of `DESIGN.md`: one tree per kind of input (a TileDB array, a Filo
+//! The virtual trees of `docs/DESIGN.md`: one tree per kind of input (a TileDB array, a Filo
 //! fragment), each owning its nodes through a [`NodeTable`](nodes::NodeTable), behind one
 //! [`FileTree`] trait that `fragfs ls`/`cat`/`info` and the FUSE adapter both use, so a
 //! mount and the command line serve the same bytes.

@@ -1,6 +1,6 @@
 //! Conformance checking shared by the tests: compares what the view serves with an
 //! `<array>.expected.json` as written by the corpus and fixture generators (format in
-//! `../shared/corpus/README.md`).
+//! `docs/corpus.md`).
 
 #![allow(dead_code)]
 

@@ -1,4 +1,4 @@
-//! The tree of a TileDB array (`DESIGN.md`, "The mounted tree"): array-level JSON, every
+//! The tree of a TileDB array (`docs/DESIGN.md`, "The mounted tree"): array-level JSON, every
 //! schema, and one folder per live fragment with its footer, tile statistics, cells and
 //! per-field files. Bytes come from the [`ReadEngine`]; this module only decides what is
 //! where.
