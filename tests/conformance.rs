@@ -10,6 +10,64 @@ use std::collections::BTreeMap;
 
 use common::*;
 
+/// [`check_array`] through the in-memory test store instead of the local folder: every
+/// file access goes through the storage seam, whatever the store.
+fn check_array_in_memory(
+    array: &std::path::Path,
+    expected: &serde_json::Value,
+) -> Result<usize, String> {
+    let (tree, _store) = open_in_memory(array, expected).map_err(|e| format!("open: {e}"))?;
+    check_tree(&tree, expected)
+}
+
+#[test]
+fn repo_fixtures_match_tiledb_through_the_test_store() {
+    let arrays = expected_files(&fixtures());
+    assert!(arrays.len() >= 5);
+    let failures: Vec<String> = arrays
+        .iter()
+        .filter_map(|(array, expected)| {
+            let n = check_array_in_memory(array, expected);
+            match n {
+                Ok(0) => Some(format!("{}: no field checked", array.display())),
+                Ok(_) => None,
+                Err(e) => Some(format!("{}: {e}", array.display())),
+            }
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn shared_corpus_matches_tiledb_through_the_test_store() {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return;
+    };
+    let arrays = corpus_arrays(&corpus);
+    assert_eq!(arrays.len(), CORPUS_ARRAYS);
+    let mut fields = 0;
+    let mut failures = Vec::new();
+    for (version, array, expected) in &arrays {
+        match check_array_in_memory(array, expected) {
+            Ok(n) => fields += n,
+            Err(e) => failures.push(format!(
+                "v{version}/{}: {e}",
+                array.file_name().unwrap().to_string_lossy()
+            )),
+        }
+    }
+    println!(
+        "through the test store: {} arrays, {fields} fields checked",
+        arrays.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn repo_fixtures_match_tiledb() {
     let arrays = expected_files(&fixtures());

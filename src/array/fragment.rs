@@ -59,6 +59,9 @@ pub struct Fragment {
     pub timestamps: TimestampedName,
     key: Option<[u8; 32]>,
     meta: Lazy<Arc<FragmentMeta>>,
+    /// The sizes of the fragment's files, from one listing of its folder (on object
+    /// storage sizes come with the listing: no request per file).
+    files: Lazy<Arc<HashMap<String, u64>>>,
 }
 
 /// Which per-slot list of tile positions.
@@ -94,11 +97,7 @@ pub struct FragmentMeta {
     /// Per slot of a var field: where each var tile starts in `values.bin`, and the
     /// total; derived from the var sizes once per fragment.
     var_starts: LazyLists,
-    /// The fragment folder, relative to the array root.
-    rel_dir: String,
-    /// The sizes of the fragment's files, from one listing of its folder (on object
-    /// storage sizes come with the listing; no request per file).
-    file_sizes: Lazy<Arc<HashMap<String, u64>>>,
+
     /// v1/v2: the flat MBR list of the whole-file metadata (there is no R-tree yet).
     legacy_mbrs: Option<Vec<Mbr>>,
 }
@@ -140,6 +139,34 @@ impl Fragment {
             timestamps,
             key,
             meta: Lazy::default(),
+            files: Lazy::default(),
+        }
+    }
+
+    /// The fragment's files and their sizes, listed once.
+    pub fn files(&self) -> Result<Arc<HashMap<String, u64>>> {
+        self.files.get_or_load(|| {
+            let listed = self.store.list(&self.rel_dir)?;
+            Ok(Arc::new(
+                listed
+                    .into_iter()
+                    .filter_map(|e| Some((e.name, e.size?)))
+                    .collect(),
+            ))
+        })
+    }
+
+    /// The size of the fragment's file `name`. A file the metadata needs but the folder
+    /// does not hold is bad data, reported naming `place` (the tile that needed it).
+    pub fn file_size(&self, name: &str, place: &Place) -> Result<u64> {
+        match self.files()?.get(name) {
+            Some(&size) => Ok(size),
+            // Not listed (missing, or a symbolic link, which listings skip): ask for it
+            // by name, for the reason.
+            None => self
+                .store
+                .size(&self.file_key(name))
+                .map_err(|e| missing_is_corrupt(e, place)),
         }
     }
 
@@ -167,12 +194,7 @@ impl Fragment {
 
     /// Bytes on disk of the fragment's files (for `info` and `array.json`).
     pub fn size_on_disk(&self) -> Result<u64> {
-        Ok(self
-            .store
-            .list(&self.rel_dir)?
-            .iter()
-            .filter_map(|e| e.size)
-            .sum())
+        Ok(self.files()?.values().sum())
     }
 }
 
@@ -193,7 +215,7 @@ impl FragmentMeta {
         // (which claim 2) and any name of version 1 or 2 have whole-file metadata.
         let metadata_key = fragment.file_key(METADATA_FILE);
         let metadata_place = place.clone().in_file(METADATA_FILE);
-        let metadata_len = metadata_size(&*fragment.store, &metadata_key, &metadata_place)?;
+        let metadata_len = fragment.file_size(METADATA_FILE, &metadata_place)?;
         let file = MetadataFile {
             store: &*fragment.store,
             key: &metadata_key,
@@ -266,8 +288,6 @@ impl FragmentMeta {
             place,
             lists,
             var_starts,
-            rel_dir: fragment.rel_dir.clone(),
-            file_sizes: Lazy::default(),
             legacy_mbrs,
         })
     }
@@ -350,29 +370,6 @@ impl FragmentMeta {
             starts.push(total);
             Ok(Arc::new(starts))
         })
-    }
-
-    /// The size of the fragment's file `name`. A file the metadata needs but the folder
-    /// does not hold is bad data, reported naming `place` (the tile that needed it).
-    pub fn file_size(&self, name: &str, place: &Place) -> Result<u64> {
-        let sizes = self.file_sizes.get_or_load(|| {
-            let listed = self.store.list(&self.rel_dir)?;
-            Ok(Arc::new(
-                listed
-                    .into_iter()
-                    .filter_map(|e| Some((e.name, e.size?)))
-                    .collect(),
-            ))
-        })?;
-        match sizes.get(name) {
-            Some(&size) => Ok(size),
-            // Not listed (missing, or a symbolic link, which listings skip): ask for it
-            // by name, for the reason.
-            None => self
-                .store
-                .size(&join(&self.rel_dir, name))
-                .map_err(|e| missing_is_corrupt(e, place)),
-        }
     }
 
     /// `fragment F, __fragment_metadata.tdb, <detail>`.
@@ -526,12 +523,8 @@ impl MetadataFile<'_> {
     }
 }
 
-/// The size of a fragment's metadata file. The fragment is listed, so a missing file is
-/// bad data (EIO naming it), not a missing virtual file (ENOENT).
-fn metadata_size(store: &dyn Store, key: &str, place: &Place) -> Result<u64> {
-    store.size(key).map_err(|e| missing_is_corrupt(e, place))
-}
-
+/// A missing file in a listed fragment is bad data (EIO naming it), not a missing
+/// virtual file (ENOENT); anything else is said to happen at `place`.
 fn missing_is_corrupt(e: Error, place: &Place) -> Error {
     match &e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
@@ -564,11 +557,7 @@ fn load_whole_file<'a>(
     // There is no dense flag yet: only sparse fragments have coordinates, and a sparse
     // array has only sparse fragments (so a lost __coords.tdb is reported as lost, not
     // taken for a dense fragment).
-    let has_coords = fragment
-        .store
-        .list(&fragment.rel_dir)?
-        .iter()
-        .any(|e| e.name == COORDS_FILE && !e.is_folder());
+    let has_coords = fragment.files()?.contains_key(COORDS_FILE);
     let dense = schema_file.schema.array_type == ArrayType::Dense && !has_coords;
     Ok(Loaded {
         footer: metadata.footer(dense),

@@ -9,13 +9,22 @@ use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits,
 use crate::format::name::{NameGeneration, TimestampedName};
 use crate::storage::{Listed, Store};
 
-/// `(name, is folder)` of every entry of `prefix`.
-fn entries(store: &dyn Store, prefix: &str) -> Result<Vec<(String, bool)>> {
-    Ok(store
-        .list(prefix)?
-        .into_iter()
-        .map(|Listed { name, size }| (name, size.is_none()))
-        .collect())
+/// `(name, is folder)` of every entry of a listing.
+fn entries(listing: &[Listed]) -> Vec<(String, bool)> {
+    listing
+        .iter()
+        .map(|e| (e.name.clone(), e.is_folder()))
+        .collect()
+}
+
+/// A small file found in `listing` (of folder `prefix`), read whole in one request: its
+/// size came with the listing.
+fn read_listed(store: &dyn Store, prefix: &str, listing: &[Listed], name: &str) -> Result<Vec<u8>> {
+    let key = crate::storage::join(prefix, name);
+    match listing.iter().find(|e| e.name == name).and_then(|e| e.size) {
+        Some(size) => store.read_range(&key, 0, size),
+        None => store.read_all(&key),
+    }
 }
 
 /// A fragment folder found on disk.
@@ -57,16 +66,24 @@ const SPECIAL: &[&str] = &[
 /// Finds the live fragments of the array in `store`; `root_entries` is the listing of
 /// its root (which the caller has already).
 pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Liveness> {
-    let commit_files = entries(store, "__commits")?;
-    let root_entries: Vec<(String, bool)> = root_listing
-        .iter()
-        .map(|e| (e.name.clone(), e.is_folder()))
-        .collect();
+    let has = |folder: &str| {
+        root_listing
+            .iter()
+            .any(|e| e.name == folder && e.is_folder())
+    };
+    let commits_listing = if has("__commits") {
+        store.list("__commits")?
+    } else {
+        Vec::new()
+    };
+    let commit_files = entries(&commits_listing);
+    let root_entries = entries(root_listing);
+    let commit = |name: &str| read_listed(store, "__commits", &commits_listing, name);
 
     let mut ignore = BTreeSet::new();
     for (name, is_dir) in &commit_files {
         if !is_dir && name.ends_with(".ign") {
-            for line in parse_lines(&store.read_all(&format!("__commits/{name}"))?) {
+            for line in parse_lines(&commit(name)?) {
                 ignore.insert(line);
             }
         }
@@ -89,7 +106,7 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         }
         let rel = format!("__commits/{name}");
         if name.ends_with(".con") {
-            let bytes = store.read_all(&rel)?;
+            let bytes = commit(name)?;
             // A corrupt .con file hides what it commits; it is reported, not fatal.
             match parse_consolidated_commits(&bytes) {
                 Ok(entries) => {
@@ -110,7 +127,7 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         } else if name.ends_with(".del") || name.ends_with(".upd") {
             conditions.push((rel, None));
         } else if name.ends_with(".vac") {
-            add_vac(&store.read_all(&rel)?, &rel);
+            add_vac(&commit(name)?, &rel);
         }
     }
     for (name, is_dir) in &root_entries {
@@ -120,13 +137,18 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         if name.ends_with(".ok") {
             committed.insert(name.clone());
         } else if name.ends_with(".vac") {
-            add_vac(&store.read_all(name)?, name);
+            add_vac(&read_listed(store, "", root_listing, name)?, name);
         }
     }
 
     let mut found = Vec::new();
     let mut ignored = Vec::new();
-    for (name, is_dir) in entries(store, "__fragments")? {
+    let fragments_listing = if has("__fragments") {
+        store.list("__fragments")?
+    } else {
+        Vec::new()
+    };
+    for (name, is_dir) in entries(&fragments_listing) {
         if is_dir {
             let rel_dir = format!("__fragments/{name}");
             let commit = format!("__commits/{name}.wrt");

@@ -223,7 +223,16 @@ fn load_schemas(
         .iter()
         .any(|e| e.name == LEGACY_SCHEMA && !e.is_folder())
     {
-        files.push((LEGACY_SCHEMA.to_string(), LEGACY_SCHEMA.to_string(), None));
+        let size = root
+            .iter()
+            .find(|e| e.name == LEGACY_SCHEMA)
+            .and_then(|e| e.size);
+        files.push((
+            LEGACY_SCHEMA.to_string(),
+            LEGACY_SCHEMA.to_string(),
+            None,
+            size,
+        ));
     }
     let mut timestamped = Vec::new();
     let has_schema_folder = root.iter().any(|e| e.name == "__schema" && e.is_folder());
@@ -235,22 +244,26 @@ fn load_schemas(
     for Listed { name, size } in listing {
         if size.is_some() {
             let t2 = TimestampedName::parse(&name).map(|t| t.t2);
-            timestamped.push((name.clone(), format!("__schema/{name}"), t2));
+            timestamped.push((name.clone(), format!("__schema/{name}"), t2, size));
         }
     }
     // Latest = largest t2; stable for ties, so listing order breaks them.
-    timestamped.sort_by_key(|(_, _, t2)| t2.unwrap_or(0));
+    timestamped.sort_by_key(|(_, _, t2, _)| t2.unwrap_or(0));
     files.extend(timestamped);
     let mut encrypted = false;
     let schemas = files
         .into_iter()
-        .map(|(name, rel_path, _)| {
+        .map(|(name, rel_path, _, size)| {
             // Schema files are immutable: one decoded before is taken as it was.
             if let Some(old) = known.iter().find(|s| s.rel_path == rel_path) {
                 encrypted |= old.encrypted;
                 return Ok(old.clone());
             }
-            let bytes = store.read_all(&rel_path)?;
+            // The size came with the listing: one request per schema.
+            let bytes = match size {
+                Some(size) => store.read_range(&rel_path, 0, size)?,
+                None => store.read_all(&rel_path)?,
+            };
             let place = Place::file(rel_path.as_str());
             let (header, payload) = generic_tile::decode_generic_tile(&bytes, options.key, &place)?;
             encrypted |= header.encryption_type == 1;

@@ -330,7 +330,7 @@ impl FieldReader<'_> {
     fn chunk_index(&self, tf: &TileFile, role: FileRole, k: u64) -> Result<Arc<Cached>> {
         let key = self.key(role, k, Item::ChunkIndex);
         self.engine.cache().get_or_load(key, || {
-            let file_len = self.meta.file_size(&tf.file_name, &tf.tile_place(k))?;
+            let file_len = self.fragment.file_size(&tf.file_name, &tf.tile_place(k))?;
             let chunks = tf.chunks(k, file_len)?;
             let cells = self.meta.tile_cells(k);
             let expected = match role {

@@ -9,7 +9,7 @@ mod textfiles;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::array::fragment::{Fragment, FragmentId, FragmentMeta};
 use crate::array::{Array, OpenOptions};
@@ -96,6 +96,8 @@ pub struct ArrayTree {
     /// This tree's name for the items it keeps in the engine's cache.
     owner: u64,
     pinned: Pinned,
+    /// How old the fragment list may get ([`REFRESH_INTERVAL`] unless set).
+    refresh_interval: Duration,
 }
 
 impl ArrayTree {
@@ -115,7 +117,15 @@ impl ArrayTree {
             nodes: NodeTable::new(Node::Root),
             owner: ReadEngine::new_owner(),
             pinned: Arc::default(),
+            refresh_interval: REFRESH_INTERVAL,
         }
+    }
+
+    /// Sets how old the list of fragments may get before a listing reads the array's
+    /// folder again (`Duration::MAX`: never by itself; tests that count requests).
+    pub fn with_refresh_interval(mut self, interval: Duration) -> ArrayTree {
+        self.refresh_interval = interval;
+        self
     }
 
     /// Opens the array at the root of `store`.
@@ -163,14 +173,14 @@ impl ArrayTree {
         Ok(true)
     }
 
-    /// [`ArrayTree::refresh`] when the last scan is older than [`REFRESH_INTERVAL`].
+    /// [`ArrayTree::refresh`] when the last scan is older than the refresh interval.
     fn refresh_if_stale(&self) {
         let stale = self
             .scanned_at
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .elapsed()
-            >= REFRESH_INTERVAL;
+            >= self.refresh_interval;
         if stale {
             if let Err(e) = self.refresh() {
                 log::warn!("rescanning the array: {e} (keeping the last list)");
