@@ -1904,7 +1904,8 @@ computed as in `scripts/make_fixtures.py`, with these differences:
 * every fragment is read **alone** through TileDB: a temporary copy of the array that
   holds only the schema folder, that fragment and a `.wrt` for it (so fragments
   sharing one timestamp range, and fragments committed only inside a `.con`, are
-  read one by one);
+  read one by one); fragments sharing a timestamp range are separate entries, in
+  name order (`fragment` is always one name);
 * dense fragments need not be tile aligned: the cells inside the fragment's
   non-empty domain come from TileDB; the other cells of its tiles (padding, which
   TileDB cannot return) are the stored bytes, taken from the unfiltered tile files
