@@ -12,10 +12,10 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c 'import numpy, tiledb' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1"; then
+            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3"; then
         echo "installed numpy and tiledb into $VENV"
     else
         echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
@@ -23,11 +23,19 @@ if ! "$VENV/bin/python" -c 'import numpy, tiledb' 2>/dev/null; then
 fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+skips=$(mktemp)
+trap 'rm -f "$log" "$skips"' EXIT
+# Tests that skip a check (no ../shared beside the repo, no FUSE, not root) say so here.
+export FRAGFS_SKIP_LOG="$skips"
 status=0
 # Every target but the benchmark baseline example (it has no tests).
 cargo test --lib --bins --tests --benches "$@" 2>&1 | tee "$log" || status=$?
+if [ -s "$skips" ]; then
+    echo "skipped checks:"
+    sed 's/^/  /' "$skips"
+fi
 # One closing line for the whole suite, summed over every test binary.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+awk -v skipped="$(wc -l <"$skips")" \
+    '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, skipped }' "$log"
 exit "$status"

@@ -158,16 +158,22 @@ pub enum Error {
     /// metadata promises is missing or short.
     #[error("{place}: {reason}")]
     Corrupt { place: Box<Place>, reason: String },
-    /// The array is encrypted and no key was given.
+    /// The array is encrypted and no key was given; names the array once known.
     #[error(
-        "encrypted array: an encryption key is needed (--encryption-key or FRAGFS_ENCRYPTION_KEY)"
+        "{}encrypted array: an encryption key is needed (--encryption-key or FRAGFS_ENCRYPTION_KEY)",
+        prefix(.0)
     )]
-    KeyNeeded,
+    KeyNeeded(Option<String>),
     #[error("{0}")]
     InvalidArgument(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `"<array>: "`, or nothing.
+fn prefix(array: &Option<String>) -> String {
+    array.as_ref().map(|a| format!("{a}: ")).unwrap_or_default()
+}
 
 impl Error {
     /// The errno a FUSE reader should see.
@@ -246,7 +252,7 @@ impl Error {
     /// Wraps a filter error with where it happened; a missing key stays a missing key.
     pub fn filter(place: impl Into<Place>, source: FilterError) -> Error {
         match source {
-            FilterError::KeyNeeded => Error::KeyNeeded,
+            FilterError::KeyNeeded => Error::KeyNeeded(None),
             source => Error::Filter {
                 place: Box::new(place.into()),
                 source,

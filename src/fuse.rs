@@ -127,9 +127,9 @@ impl FragFs {
         }
     }
 
-    fn node_attr(&self, ino: Ino) -> Result<FileAttr, Errno> {
+    fn node_attr(&self, ino: Ino) -> Result<(FileAttr, Duration), Errno> {
         let stat = self.view.stat(ino).map_err(|e| errno(&e, ino, "stat"))?;
-        Ok(self.attr(ino, &stat))
+        Ok((self.attr(ino, &stat), attr_ttl(&*self.view, ino, &stat)))
     }
 
     fn handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
@@ -166,6 +166,16 @@ fn ttl(view: &dyn FileTree, ino: Ino) -> Duration {
     match view.lifetime(ino) {
         Lifetime::Immutable => TTL,
         Lifetime::Changing => CHANGING_TTL,
+    }
+}
+
+/// The same, for attributes: a size not known yet (0 for a text file never read) is not
+/// kept at all, so the exact size shows as soon as it is known.
+fn attr_ttl(view: &dyn FileTree, ino: Ino, stat: &Stat) -> Duration {
+    if stat.exact_size {
+        ttl(view, ino)
+    } else {
+        Duration::ZERO
     }
 }
 
@@ -227,17 +237,17 @@ impl Filesystem for FragFs {
                 .view
                 .lookup(parent.0, name)
                 .map_err(|e| errno(&e, parent.0, "lookup"))?;
-            Ok((child.ino, self.node_attr(child.ino)?))
+            self.node_attr(child.ino)
         })();
         match result {
-            Ok((child, attr)) => reply.entry(&ttl(&*self.view, child), &attr, Generation(0)),
+            Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.node_attr(ino.0) {
-            Ok(attr) => reply.attr(&ttl(&*self.view, ino.0), &attr),
+            Ok((attr, ttl)) => reply.attr(&ttl, &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -261,10 +271,11 @@ impl Filesystem for FragFs {
             };
             self.handles().insert(fh, handle);
             // Immutable files keep their pages in the kernel; the array-level JSON, which
-            // a rescan may change, is read through every time.
+            // a rescan may change, is read through every time, and so is a text file
+            // whose size is not known yet (the kernel would stop at the size it shows).
             let flags = match self.view.lifetime(ino) {
-                Lifetime::Immutable => FopenFlags::FOPEN_KEEP_CACHE,
-                Lifetime::Changing => FopenFlags::FOPEN_DIRECT_IO,
+                Lifetime::Immutable if stat.exact_size => FopenFlags::FOPEN_KEEP_CACHE,
+                _ => FopenFlags::FOPEN_DIRECT_IO,
             };
             Ok((fh, flags))
         })();
@@ -287,7 +298,9 @@ impl Filesystem for FragFs {
     ) {
         let ino = ino.0;
         // Read-ahead is asked for first, so the disk works while this read decodes.
-        if let Ok(file_size) = self.view.size(ino) {
+        // (`stat` never renders: a text file not sized yet counts as endless.)
+        if let Ok(stat) = self.view.stat(ino) {
+            let file_size = if stat.exact_size { stat.size } else { u64::MAX };
             self.read_ahead(fh.0, offset, u64::from(size), file_size);
         }
         REPLY.with_borrow_mut(|buf| {
@@ -340,7 +353,7 @@ impl Filesystem for FragFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.node_attr(ino.0) {
-            Ok(attr) if attr.kind == FileType::Directory => {
+            Ok((attr, _)) if attr.kind == FileType::Directory => {
                 reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
             }
             Ok(_) => reply.error(Errno::ENOTDIR),
@@ -385,27 +398,25 @@ impl Filesystem for FragFs {
             Err(e) => return reply.error(e),
         };
         for (i, (name, child, kind)) in entries.iter().enumerate().skip(offset as usize) {
-            // A text file not sized yet is listed with attributes that expire at once,
-            // so a later `stat` asks (and pays for the counting pass) but `ls` does not.
-            let unsized_file = Stat {
-                kind: Kind::File,
-                size: 0,
-                nlink: 1,
-                mtime_ms: None,
-            };
-            let (attr, ttl) = if self.view.size_is_costly(*child) {
-                (self.attr(*child, &unsized_file), Duration::ZERO)
-            } else {
-                match self.view.stat(*child) {
-                    Ok(stat) => (self.attr(*child, &stat), ttl(&*self.view, *child)),
-                    // Unreadable metadata: listed all the same (hiding it would lie
-                    // about the tree), with attributes that expire at once, so its use
-                    // reports (and logs) the error.
-                    Err(_) if *kind == Kind::File => {
-                        (self.attr(*child, &unsized_file), Duration::ZERO)
-                    }
-                    Err(_) => continue,
+            let (attr, ttl) = match self.view.stat(*child) {
+                Ok(stat) => (
+                    self.attr(*child, &stat),
+                    attr_ttl(&*self.view, *child, &stat),
+                ),
+                // Unreadable metadata: listed all the same (hiding it would lie about
+                // the tree), with attributes that expire at once, so its use reports
+                // (and logs) the error.
+                Err(_) if *kind == Kind::File => {
+                    let unreadable = Stat {
+                        kind: Kind::File,
+                        size: 0,
+                        nlink: 1,
+                        mtime_ms: None,
+                        exact_size: false,
+                    };
+                    (self.attr(*child, &unreadable), Duration::ZERO)
                 }
+                Err(_) => continue,
             };
             if reply.add(attr.ino, i as u64 + 1, name, &ttl, &attr, Generation(0)) {
                 break;

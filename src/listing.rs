@@ -7,9 +7,10 @@ fn line(view: &dyn FileTree, ino: Ino, kind: Kind, name: &str, long: bool) -> Re
     if !long {
         return Ok(format!("{name}\n"));
     }
+    // As `ls -l` of the mount shows it: a text file not read yet is 0.
     let (kind, size) = match kind {
         Kind::Dir => ('d', 0),
-        Kind::File => ('-', view.size(ino)?),
+        Kind::File => ('-', view.stat(ino)?.size),
     };
     Ok(format!("{kind} {size:>12} {name}\n"))
 }

@@ -156,13 +156,13 @@ fn run(command: Command) -> Result<()> {
     out.flush().map_err(io)
 }
 
-/// Streams a file in 1 MiB reads through `read_into`, as the mount reads it.
+/// Streams a file in 1 MiB reads through `read_into`, as the mount reads it: to its end,
+/// whether its size is known yet or not (a text file's is known once rendered).
 fn copy_file(view: &dyn FileTree, node: Ino, out: &mut impl Write) -> Result<()> {
     const STEP: u64 = 1 << 20;
-    let size = view.size(node)?;
     let mut offset = 0;
     let mut bytes = Vec::new();
-    while offset < size {
+    loop {
         bytes.clear();
         view.read_into(node, offset, STEP, &mut bytes)?;
         if bytes.is_empty() {

@@ -68,6 +68,25 @@ fn shared_corpus_matches_tiledb_through_the_test_store() {
     );
 }
 
+/// Every array of the feature fixtures (their per-fragment `expected.json`).
+#[test]
+fn feature_fixtures_match_tiledb() {
+    let arrays = expected_files(&features());
+    assert!(arrays.len() >= 20, "feature fixtures missing");
+    let mut failures = Vec::new();
+    for (array, expected) in &arrays {
+        match check_array(array, expected).and_then(|n| {
+            let view = open_view(array, expected).map_err(|e| e.to_string())?;
+            walk_tree(&view)?;
+            check_info(&view, expected).map(|_| n)
+        }) {
+            Ok(_) => {}
+            Err(e) => failures.push(format!("{}: {e}", array.display())),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn repo_fixtures_match_tiledb() {
     let arrays = expected_files(&fixtures());

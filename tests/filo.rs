@@ -4,6 +4,8 @@
 //! is beside the repo. Then corruption: every truncation and seeded random bit flips of
 //! every chunk must give an error or a different column, never a panic.
 
+mod common;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -269,14 +271,9 @@ fn fixtures_cover_every_vector_kind() {
 
 #[test]
 fn shared_corpus_decodes_to_expected_values() {
-    let corpus = shared_corpus();
-    if !corpus.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            corpus.display()
-        );
+    let Some(corpus) = common::shared_or_skip(shared_corpus()) else {
         return;
-    }
+    };
     let samples = load(&corpus);
     assert_eq!(samples.len(), 42, "FORMAT.md §12 lists 42 samples");
     check_samples(&samples);
@@ -308,14 +305,9 @@ fn check_fragment(dir: &Path, expected: &dyn Fn(&str) -> Option<Value>) {
 
 #[test]
 fn shared_fragment_example() {
-    let dir = shared_corpus().join("fragment_example");
-    if !dir.is_dir() {
-        println!(
-            "SKIP: {} is absent (the shared corpus lives beside the repo)",
-            dir.display()
-        );
+    let Some(dir) = common::shared_or_skip(shared_corpus().join("fragment_example")) else {
         return;
-    }
+    };
     // The generator's values for this fragment (make_filo_samples.py, fragment_example()).
     // It records them only in its own asserts, so they are restated here with the
     // kinds FORMAT.md §3 says each writer picks.

@@ -200,7 +200,7 @@ fn mounts_are_private_unless_allow_other() {
             }
         }
     } else {
-        println!("SKIP: checking another user's access needs root (setpriv)");
+        skip("checking another user's access needs root (setpriv)");
     }
 }
 

@@ -199,28 +199,191 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
             "{f}:\n{found}"
         );
     }
-    // `ls -lR` shows every file with its exact size, text files included.
+    // `ls -lR` decodes nothing either: a text file, whose size is only known once
+    // rendered, shows 0 until it was read (as procfs files do).
+    let shows = |listing: &str, name: &str, size: u64| {
+        listing.lines().any(|l| {
+            l.ends_with(&format!(" {name}"))
+                && l.split_whitespace().nth(4) == Some(&size.to_string())
+        })
+    };
+    let listing = run_ok(Command::new("ls").arg("-lR").arg(m.path()));
+    assert_eq!(m.view.chunks_decoded(), 0, "ls -lR decoded a chunk");
+    for f in &files {
+        let name = f.rsplit('/').next().unwrap();
+        let size = if is_text_file(f) { 0 } else { size_of(f) };
+        assert!(
+            shows(&listing, name, size),
+            "ls -l shows no {name} of {size} bytes:\n{listing}"
+        );
+    }
+    // Read whole (they are served with direct I/O until their size is known), text
+    // files give all their text; from then on `ls -l` shows their exact size.
+    for f in files.iter().filter(|f| is_text_file(f)) {
+        let read = std::fs::read(m.path().join(f)).unwrap();
+        assert_eq!(read.len() as u64, size_of(f), "{f}: the whole text");
+    }
     let listing = run_ok(Command::new("ls").arg("-lR").arg(m.path()));
     for f in &files {
         let (size, name) = (size_of(f), f.rsplit('/').next().unwrap());
         assert!(
-            listing.lines().any(|l| l.ends_with(&format!(" {name}"))
-                && l.split_whitespace().nth(4) == Some(&size.to_string())),
+            shows(&listing, name, size),
             "ls -l shows no {name} of {size} bytes:\n{listing}"
         );
-        if is_text_file(f) {
-            let read = std::fs::read(m.path().join(f)).unwrap();
-            assert_eq!(
-                read.len() as u64,
-                size,
-                "{f}: the size is what a read gives"
-            );
-        }
     }
     let du = run_ok(Command::new("du").arg("-sb").arg(m.path()));
     let total: u64 = files.iter().map(|f| size_of(f)).sum();
     let du_bytes: u64 = du.split_whitespace().next().unwrap().parse().unwrap();
     assert_eq!(du_bytes, total, "du -b counts exactly the files' sizes");
+}
+
+/// Text files whose size is not known yet (`stat` says 0, as for procfs files) are read
+/// whole by the tools people use on them, each on a fresh mount (so the size is still
+/// unknown when the tool opens the file): cat, cp, wc, head, tail, Python, numpy, pandas.
+#[test]
+fn text_files_of_unknown_size_are_read_whole_by_usual_tools() {
+    if !fuse_available("text files of unknown size") {
+        return;
+    }
+    let Some(python) = python_with("pandas") else {
+        return;
+    };
+    let (array, expected) = fixture("sample");
+    let frag = expected["fragments"][0]["fragment_dir"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let csv_path = format!("fragments/{frag}/cells.csv");
+    let txt_path = format!("fragments/{frag}/temperature/values.txt");
+    let whole = |path: &str| {
+        let view = open_view(&array, &expected).unwrap();
+        read_all(&view, view.resolve(path).unwrap()).unwrap()
+    };
+    let (csv, txt) = (whole(&csv_path), whole(&txt_path));
+    let csv_lines: Vec<&[u8]> = csv.split_inclusive(|&b| b == b'\n').collect();
+    let txt_values: Vec<f64> = String::from_utf8(txt.clone())
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    type Check<'a> = Box<dyn Fn(&Path) -> Result<(), String> + 'a>;
+    let check = |what: &str, got: Vec<u8>, want: &[u8]| -> Result<(), String> {
+        (got == want).then_some(()).ok_or(format!(
+            "{what}: got {} bytes {:?}...",
+            got.len(),
+            String::from_utf8_lossy(&got[..got.len().min(80)])
+        ))
+    };
+    let out = |cmd: &mut Command| -> Vec<u8> { cmd.output().unwrap().stdout };
+    let tools: Vec<(&str, Check)> = vec![
+        (
+            "cat",
+            Box::new(|f: &Path| check("cat", out(Command::new("cat").arg(f)), &csv)),
+        ),
+        (
+            "cp",
+            Box::new(|f: &Path| {
+                let copy = tempfile::NamedTempFile::new().unwrap();
+                run_ok(Command::new("cp").arg(f).arg(copy.path()));
+                check("cp", std::fs::read(copy.path()).unwrap(), &csv)
+            }),
+        ),
+        (
+            "wc -c",
+            Box::new(|f: &Path| {
+                let n = String::from_utf8(out(Command::new("wc").arg("-c").arg(f))).unwrap();
+                check(
+                    "wc -c",
+                    n.split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .as_bytes()
+                        .to_vec(),
+                    csv.len().to_string().as_bytes(),
+                )
+            }),
+        ),
+        (
+            "head -n 3",
+            Box::new(|f: &Path| {
+                check(
+                    "head",
+                    out(Command::new("head").args(["-n", "3"]).arg(f)),
+                    &csv_lines[..3].concat(),
+                )
+            }),
+        ),
+        (
+            "tail -n 2",
+            Box::new(|f: &Path| {
+                check(
+                    "tail",
+                    out(Command::new("tail").args(["-n", "2"]).arg(f)),
+                    &csv_lines[csv_lines.len() - 2..].concat(),
+                )
+            }),
+        ),
+        (
+            "python read()",
+            Box::new(|f: &Path| {
+                let got = out(Command::new(&python)
+                    .args([
+                        "-c",
+                        "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())",
+                    ])
+                    .arg(f));
+                check("python", got, &csv)
+            }),
+        ),
+        (
+            "pandas read_csv",
+            Box::new(|f: &Path| {
+                let got = out(Command::new(&python).args(["-c", "import sys, pandas; d = pandas.read_csv(sys.argv[1]); print(len(d), ','.join(d.columns))"]).arg(f));
+                let header = String::from_utf8_lossy(csv_lines[0]).trim_end().to_string();
+                check(
+                    "pandas",
+                    got,
+                    format!("{} {header}\n", csv_lines.len() - 1).as_bytes(),
+                )
+            }),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (tool, run) in &tools {
+        let m = InProcess::new(&array, &expected, 64 << 20, 2);
+        let file = m.path().join(&csv_path);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            0,
+            "{tool}: size not known yet"
+        );
+        if let Err(e) = run(&file) {
+            failures.push(format!("{tool}: {e}"));
+        }
+    }
+    // numpy on a values.txt of floats.
+    let m = InProcess::new(&array, &expected, 64 << 20, 2);
+    let file = m.path().join(&txt_path);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 0);
+    let got = out(Command::new(&python)
+        .args([
+            "-c",
+            "import sys, numpy; print(numpy.loadtxt(sys.argv[1]).tolist())",
+        ])
+        .arg(&file));
+    let want = format!("{txt_values:?}\n");
+    if got != want.as_bytes() {
+        failures.push(format!(
+            "numpy: {} vs {want}",
+            String::from_utf8_lossy(&got)
+        ));
+    }
+    // And once read, the size is known.
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), txt.len() as u64);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

@@ -22,7 +22,7 @@ pub fn decode_generic_tile(
 ) -> Result<(GenericTileHeader, Vec<u8>)> {
     let header = GenericTileHeader::parse(bytes).map_err(|e| Error::format(place.clone(), e))?;
     if header.encryption_type == 1 && key.is_none() {
-        return Err(Error::KeyNeeded);
+        return Err(Error::KeyNeeded(None));
     }
     let data = Reader::new(bytes)
         .bytes(header.header_len, "generic tile header")

@@ -85,7 +85,12 @@ impl Array {
     /// Opens the array whose root is the root of `store`.
     pub fn open(store: Arc<dyn Store>, options: OpenOptions) -> Result<Array> {
         let root = store.list("")?;
-        Array::scan(store, root, options, None)
+        let location = store.location();
+        Array::scan(store, root, options, None).map_err(|e| match e {
+            // Found decoding a schema: say which array needs the key.
+            Error::KeyNeeded(None) => Error::KeyNeeded(Some(location)),
+            e => e,
+        })
     }
 
     /// Whether a root listing looks like a TileDB array (a schema is there).

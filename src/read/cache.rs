@@ -132,6 +132,11 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         result
     }
 
+    /// The cached value, without touching its recency (a `stat` is no use of it).
+    pub fn peek(&self, key: &K) -> Option<Arc<V>> {
+        self.lock().map.get(key).map(|e| e.value.clone())
+    }
+
     /// Whether `key` is cached now (without touching its recency).
     pub fn contains(&self, key: &K) -> bool {
         self.lock().map.contains_key(key)

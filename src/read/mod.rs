@@ -82,7 +82,13 @@ pub enum Cached {
     Chunks(TileChunks),
     Bytes(Vec<u8>),
     Strings(StringChunk),
-    Starts(Vec<u64>),
+    /// Where each block of a text file starts (and, once `complete`, where the last ends):
+    /// grown block by block as reads go further, so a sequential reader renders each
+    /// block once and the first bytes come at once.
+    TextIndex {
+        starts: Vec<u64>,
+        complete: bool,
+    },
 }
 
 impl Weigh for Cached {
@@ -92,7 +98,7 @@ impl Weigh for Cached {
             Cached::Chunks(c) => (c.chunks.len() * 32 + c.starts.len() * 8) as u64,
             Cached::Bytes(b) => b.len() as u64,
             Cached::Strings(s) => (s.bytes.len() + s.offsets.len() * 8) as u64,
-            Cached::Starts(s) => s.len() as u64 * 8,
+            Cached::TextIndex { starts, .. } => starts.len() as u64 * 8,
         }
     }
 }
@@ -121,9 +127,10 @@ impl Cached {
         }
     }
 
-    pub fn starts(&self, what: &str) -> Result<&[u64]> {
+    /// A text index: block starts, and whether the last entry is the file's end.
+    pub fn text_index(&self, what: &str) -> Result<(&[u64], bool)> {
         match self {
-            Cached::Starts(s) => Ok(s),
+            Cached::TextIndex { starts, complete } => Ok((starts, *complete)),
             _ => Err(wrong_item(what, "a text index")),
         }
     }

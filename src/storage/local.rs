@@ -24,9 +24,11 @@ use crate::error::{Error, Place, Result};
 /// the process need a share of too.
 const KEPT_FILES: usize = 256;
 
-/// The chunk-header walk's window: reads from the page cache cost a microsecond, copying
-/// a whole 16 MiB tile a few milliseconds (see [`Store::walk_window`]).
-const WALK_WINDOW: u64 = 64 << 10;
+/// The chunk-header walk's window: a read from the page cache costs about a microsecond,
+/// while copying a whole tile to find its headers would copy every byte once more than
+/// serving it does. A 4 KiB window holds the next header (and those of small chunks)
+/// for the price of a small read (see [`Store::walk_window`]).
+const WALK_WINDOW: u64 = 4 << 10;
 
 /// An open, read-only file and its size when opened.
 #[derive(Debug)]

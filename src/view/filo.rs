@@ -495,6 +495,7 @@ impl FileTree for FiloTree {
             size,
             nlink,
             mtime_ms: None,
+            exact_size: true,
         })
     }
 
@@ -526,10 +527,6 @@ impl FileTree for FiloTree {
 
     fn lifetime(&self, _ino: Ino) -> Lifetime {
         Lifetime::Immutable
-    }
-
-    fn size_is_costly(&self, _ino: Ino) -> bool {
-        false
     }
 
     fn generation(&self) -> u64 {

@@ -108,7 +108,8 @@ impl ArrayInfo {
                      cvn: u32,
                      nullable,
                      filters: &crate::format::FilterPipeline| FieldInfo {
-            name: name.to_string(),
+            // As the tree shows it (the empty name of a `from_numpy` attribute included).
+            name: super::names::encode(name),
             datatype: datatype.name(),
             cell_val_num: (cvn != VAR_NUM).then_some(cvn),
             nullable,

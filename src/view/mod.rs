@@ -68,6 +68,10 @@ pub struct Stat {
     pub nlink: u32,
     /// Milliseconds since the epoch: a fragment's nodes carry its end timestamp.
     pub mtime_ms: Option<u64>,
+    /// Whether `size` is the file's size. A text file whose size is only known once it
+    /// was rendered says 0 and `false` until then; readers read it to its end (the
+    /// mount serves it with direct I/O, as procfs does).
+    pub exact_size: bool,
 }
 
 /// How long the kernel may keep what it learnt of a node.
@@ -90,7 +94,8 @@ pub trait FileTree: Send + Sync {
     fn lookup(&self, parent: Ino, name: &str) -> Result<Entry>;
     /// Attributes; sizes are exact.
     fn stat(&self, ino: Ino) -> Result<Stat>;
-    /// Exact size of a file; 0 for folders.
+    /// Exact size of a file (a text file is rendered whole once to know it); 0 for
+    /// folders. Listings and `stat` use [`FileTree::stat`], which never renders.
     fn size(&self, ino: Ino) -> Result<u64>;
     /// Appends bytes `[offset, offset + len)` of a file (fewer at its end) to `out`: the
     /// one way bytes are read, so a server can reuse one buffer for every reply.
@@ -99,8 +104,6 @@ pub trait FileTree: Send + Sync {
     fn parent(&self, ino: Ino) -> Result<Ino>;
     /// How long what the kernel learns of `ino` stays true.
     fn lifetime(&self, ino: Ino) -> Lifetime;
-    /// Whether sizing the node needs a pass over its cells that has not run yet.
-    fn size_is_costly(&self, ino: Ino) -> bool;
     /// Changes when the tree's listing changed (new or removed fragments).
     fn generation(&self) -> u64;
     /// What the tree shows: a folder path, an object-store URL.

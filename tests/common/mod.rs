@@ -36,6 +36,12 @@ pub fn fixtures() -> PathBuf {
     repo().join("tests/fixtures/tiledb")
 }
 
+/// Arrays written by `scripts/make_feature_fixtures.py`: groups, metadata, enumerations,
+/// labels, deletes, `from_numpy`/`from_pandas`, and the merged-view rules.
+pub fn features() -> PathBuf {
+    repo().join("tests/fixtures/features")
+}
+
 /// Arrays from TileDB's own test inputs (`test/inputs/arrays`), copied from the spec.
 pub fn tiledb_test_inputs() -> PathBuf {
     repo().join("tests/fixtures/tiledb-test-inputs")
@@ -58,7 +64,13 @@ pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if let Some(array) = name.strip_suffix(".expected.json") {
             let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-            out.push((dir.join(array), json));
+            // Arrays inside a group or another array (a SOMA dataframe, a dimension
+            // label) name their folder by path: `soma_experiment/obs`.
+            let path = match json["array"].as_str() {
+                Some(rel) if rel.contains('/') => dir.join(rel),
+                _ => dir.join(array),
+            };
+            out.push((path, json));
         }
     }
     out
@@ -513,8 +525,26 @@ pub fn python_with(module: &str) -> Option<String> {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("CI=true but {reason}");
     }
-    println!("SKIP: {reason}");
+    skip(&reason);
     None
+}
+
+/// Says a check was skipped, and why: printed (libtest shows it with `--nocapture` or
+/// on failure) and appended to the file `FRAGFS_SKIP_LOG` names, from which
+/// scripts/test.sh counts the skips in its closing line and lists their reasons.
+pub fn skip(reason: &str) {
+    println!("SKIP: {reason}");
+    if let Some(log) = std::env::var_os("FRAGFS_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let test = std::thread::current().name().unwrap_or("?").to_string();
+            let _ = writeln!(f, "{test}: {reason}");
+        }
+    }
 }
 
 /// `dir` (a part of `../shared`) when it exists; otherwise `None`, with a printed SKIP.
@@ -528,10 +558,10 @@ pub fn shared_or_skip(dir: PathBuf) -> Option<PathBuf> {
         "FRAGFS_REQUIRE_CORPUS is set but {} is absent",
         dir.display()
     );
-    println!(
-        "SKIP: {} is absent (the shared corpus lives beside the repo)",
+    skip(&format!(
+        "{} is absent (the shared corpus lives beside the repo)",
         dir.display()
-    );
+    ));
     None
 }
 

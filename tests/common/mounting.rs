@@ -24,7 +24,7 @@ pub fn fuse_available(test: &str) -> bool {
             panic!("{test}: CI=true but FUSE mounts cannot run: {r}")
         }
         Some(r) => {
-            println!("SKIP {test}: {r}");
+            super::skip(&format!("{test}: {r}"));
             false
         }
     }

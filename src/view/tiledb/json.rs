@@ -14,7 +14,7 @@ use crate::format::{Filter, FilterPipeline};
 use crate::read::tile::{FileRole, TileFile};
 use crate::read::ReadEngine;
 
-use crate::view::value;
+use crate::view::{names, value};
 
 pub fn to_bytes(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
@@ -331,14 +331,14 @@ pub fn tiles(engine: &ReadEngine, fragment: &Fragment, meta: &FragmentMeta) -> R
             }
             tiles.push(Value::Object(t));
         }
-        fields.insert(f.name.clone(), json!(tiles));
+        fields.insert(names::encode(&f.name), json!(tiles));
         if let Some(stats) = fragment_stats.as_ref().and_then(|s| s.get(f.slot)) {
             let cell = |b: &[u8]| match b.is_empty() {
                 true => Value::Null,
                 false => value::cell(b, f.datatype),
             };
             statistics.insert(
-                f.name.clone(),
+                names::encode(&f.name),
                 json!({
                     "min": cell(&stats.min),
                     "max": cell(&stats.max),

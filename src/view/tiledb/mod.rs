@@ -98,6 +98,8 @@ pub struct ArrayTree {
     pinned: Pinned,
     /// How old the fragment list may get ([`REFRESH_INTERVAL`] unless set).
     refresh_interval: Duration,
+    /// Held while a text file's index grows (one at a time).
+    indexing: Mutex<()>,
 }
 
 impl ArrayTree {
@@ -118,6 +120,7 @@ impl ArrayTree {
             owner: ReadEngine::new_owner(),
             pinned: Arc::default(),
             refresh_interval: REFRESH_INTERVAL,
+            indexing: Mutex::new(()),
         }
     }
 
@@ -486,6 +489,7 @@ impl FileTree for ArrayTree {
         }
         self.check_exists(&node)?;
         let array = self.array();
+        let mut exact_size = true;
         let (kind, size, nlink) = match &node {
             Node::Root => (Kind::Dir, 0, 4),
             Node::SchemasDir => (Kind::Dir, 0, 2),
@@ -498,6 +502,13 @@ impl FileTree for ArrayTree {
             ),
             Node::Fragment(_) => (Kind::Dir, 0, 1),
             Node::Field(..) => (Kind::Dir, 0, 2),
+            text @ (Node::Text(..) | Node::CellsCsv(_)) => match self.known_text_size(ino, text) {
+                Some(size) => (Kind::File, size, 1),
+                None => {
+                    exact_size = false;
+                    (Kind::File, 0, 1)
+                }
+            },
             file => (Kind::File, self.node_size(ino, file)?, 1),
         };
         let mtime_ms = match node.fragment() {
@@ -509,6 +520,7 @@ impl FileTree for ArrayTree {
             size,
             nlink,
             mtime_ms,
+            exact_size,
         })
     }
 
@@ -584,13 +596,6 @@ impl FileTree for ArrayTree {
         match self.nodes.node(ino) {
             Some(node) => self.node_lifetime(&node),
             None => Lifetime::Changing,
-        }
-    }
-
-    fn size_is_costly(&self, ino: Ino) -> bool {
-        match self.nodes.node(ino) {
-            Some(node) => self.text_size_is_costly(ino, &node),
-            None => false,
         }
     }
 

@@ -2,10 +2,13 @@
 //! the text files `values.txt` and `cells.csv`, rendered from the cells
 //! ([`FieldReader::cells`](crate::read::FieldReader)).
 //!
-//! A text file's exact size needs every cell rendered once. That counting pass keeps only
-//! where each block of cells starts in the text (8 bytes per 4096 cells), in the bounded
-//! cache; a read then renders just the blocks it overlaps. So a text file of any size is
-//! served in bounded memory, and listing a folder of binary files never pays for it.
+//! A text file's exact size needs every cell rendered once, so it is not known until the
+//! file was read to its end (or asked its size by `fragfs cat`/`ls`): until then `stat`
+//! shows 0 and the mount serves it with direct I/O, as procfs does, and listings cost
+//! metadata only. Reads render the blocks of cells they overlap, keeping where each
+//! block starts in the text (8 bytes per 4096 cells): the index grows as reads go, so
+//! `cat` renders each block once and its first bytes come at once; a text file of any
+//! size is served in bounded memory.
 
 use std::sync::Arc;
 
@@ -29,17 +32,25 @@ impl ArrayTree {
         }
     }
 
-    /// Whether sizing `node` needs a pass over its cells that has not run yet: listings
-    /// answer such entries without a size, so `ls` of a folder never starts one.
-    pub(super) fn text_size_is_costly(&self, ino: Ino, node: &Node) -> bool {
-        matches!(node, Node::Text(..) | Node::CellsCsv(_))
-            && !self
-                .engine
-                .cache()
-                .contains(&self.text_key(ino, ViewItem::TextIndex))
+    /// The size of a text file if it is known without rendering (its index is complete),
+    /// else `None`: a listing or `stat` then shows 0, as procfs does for files whose
+    /// size is only known by reading them.
+    pub(super) fn known_text_size(&self, ino: Ino, node: &Node) -> Option<u64> {
+        if !matches!(node, Node::Text(..) | Node::CellsCsv(_)) {
+            return None;
+        }
+        let index = self
+            .engine
+            .cache()
+            .peek(&self.text_key(ino, ViewItem::TextIndex))?;
+        match index.text_index("a text index") {
+            Ok((starts, true)) => starts.last().copied(),
+            _ => None,
+        }
     }
 
-    /// Size of `values.npy`, `values.txt` or `cells.csv`.
+    /// Size of `values.npy`, `values.txt` or `cells.csv` (a text file is rendered whole
+    /// once, if it was not yet).
     pub(super) fn derived_size(&self, ino: Ino, node: &Node) -> Result<u64> {
         match node {
             Node::Npy(f, i) => {
@@ -49,8 +60,8 @@ impl ArrayTree {
                 Ok(values.saturating_add(header.len() as u64))
             }
             _ => {
-                let index = self.text_index(ino, node)?;
-                Ok(*index.starts("a text index")?.last().unwrap_or(&0))
+                let index = self.text_index_covering(ino, node, u64::MAX)?;
+                Ok(*index.text_index("a text index")?.0.last().unwrap_or(&0))
             }
         }
     }
@@ -87,7 +98,8 @@ impl ArrayTree {
         Ok(())
     }
 
-    /// Appends bytes `[offset, offset + len)` of `values.txt` or `cells.csv` to `out`.
+    /// Appends bytes `[offset, offset + len)` of `values.txt` or `cells.csv` to `out`
+    /// (fewer at the end of the file). The index grows as far as the read needs.
     pub(super) fn text_read_into(
         &self,
         ino: Ino,
@@ -96,10 +108,11 @@ impl ArrayTree {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let index = self.text_index(ino, node)?;
-        let starts = index.starts("a text index")?;
+        let want_end = offset.saturating_add(len);
+        let index = self.text_index_covering(ino, node, want_end)?;
+        let (starts, _) = index.text_index("a text index")?;
         let size = starts.last().copied().unwrap_or(0);
-        let end = offset.saturating_add(len).min(size);
+        let end = want_end.min(size);
         if offset >= end {
             return Ok(());
         }
@@ -139,6 +152,56 @@ impl ArrayTree {
         Ok(())
     }
 
+    /// The text file's index, grown until it reaches byte `upto` or the end of the file.
+    /// Each block rendered on the way is kept in the cache for the read that needs it;
+    /// the index grows at least twofold per step, so a sequential reader copies it a
+    /// few times in all, and renders each block once.
+    fn text_index_covering(&self, ino: Ino, node: &Node, upto: u64) -> Result<Arc<Cached>> {
+        let key = self.text_key(ino, ViewItem::TextIndex);
+        let covers = |c: &Cached| -> Result<bool> {
+            let (starts, complete) = c.text_index("a text index")?;
+            Ok(complete || starts.last().is_some_and(|&end| end >= upto))
+        };
+        let cache = self.engine.cache();
+        if let Some(index) = cache.get(&key) {
+            if covers(&index)? {
+                return Ok(index);
+            }
+        }
+        // One thread grows an index at a time; the others then find it grown.
+        let _one = self.indexing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut starts = match cache.get(&key) {
+            Some(index) if covers(&index)? => return Ok(index),
+            Some(index) => index.text_index("a text index")?.0.to_vec(),
+            None => vec![self.csv_header(node)?.len() as u64],
+        };
+        let f = match node {
+            Node::Text(f, _) | Node::CellsCsv(f) => *f,
+            other => return Err(Error::IsDirectory(format!("{other:?}"))),
+        };
+        let (_, meta) = self.meta(f)?;
+        let blocks = meta.cell_count().div_ceil(BLOCK_CELLS);
+        let rendered = (starts.len() - 1) as u64;
+        let at_least = (rendered * 2).max(rendered + 1);
+        let mut b = rendered;
+        while b < blocks && (b < at_least || starts.last().is_some_and(|&end| end < upto)) {
+            let text = self.render_block(node, b)?;
+            let end = starts.last().copied().unwrap_or(0) + text.len() as u64;
+            cache.insert(
+                self.text_key(ino, ViewItem::TextBlock(b)),
+                Arc::new(Cached::Bytes(text)),
+            );
+            starts.push(end);
+            b += 1;
+        }
+        let index = Arc::new(Cached::TextIndex {
+            starts,
+            complete: b >= blocks,
+        });
+        cache.insert(key, index.clone());
+        Ok(index)
+    }
+
     /// `fragment F, values.txt of a` or `fragment F, cells.csv`.
     fn text_place(&self, node: &Node) -> Place {
         let (f, file) = match node {
@@ -163,30 +226,6 @@ impl ArrayTree {
             field.cell_val_num,
             meta.cell_count(),
         ))
-    }
-
-    /// Block starts and the total size of a text file, from one counting pass.
-    fn text_index(&self, ino: Ino, node: &Node) -> Result<Arc<Cached>> {
-        self.engine
-            .cache()
-            .get_or_load(self.text_key(ino, ViewItem::TextIndex), || {
-                let f = match node {
-                    Node::Text(f, _) | Node::CellsCsv(f) => *f,
-                    other => return Err(Error::IsDirectory(format!("{other:?}"))),
-                };
-                let (_, meta) = self.meta(f)?;
-                let blocks = meta.cell_count().div_ceil(BLOCK_CELLS);
-                // Grown as blocks really render: the cell count comes from metadata, and
-                // a corrupt one must not reserve memory for trillions of blocks up front.
-                let mut starts = Vec::new();
-                let mut total = self.csv_header(node)?.len() as u64;
-                for b in 0..blocks {
-                    starts.push(total);
-                    total += self.render_block(node, b)?.len() as u64;
-                }
-                starts.push(total);
-                Ok(Cached::Starts(starts))
-            })
     }
 
     /// `cells.csv`'s header row (names of every field); empty for `values.txt`.
