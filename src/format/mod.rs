@@ -9,6 +9,7 @@ pub mod footer;
 pub mod fragment_metadata;
 pub mod generic_tile;
 pub mod legacy_metadata;
+pub mod metadata;
 pub mod name;
 pub mod pipeline;
 pub mod reader;
