@@ -103,6 +103,7 @@ for i, cond in enumerate(conditions):
     ]
     keep(os.path.join(arr, "__commits", name), f"conditions/{name}")
     deletes.append({"file": name, "timestamp": ts, "condition": cond})
+keep_dir(os.path.join(arr, "__schema"), "conditions/__schema")
 tiledb.consolidate(arr, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
 [con] = [n for n in os.listdir(os.path.join(arr, "__commits")) if n.endswith(".con")]
 keep(os.path.join(arr, "__commits", con), f"conditions/{con}")
