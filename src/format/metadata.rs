@@ -339,7 +339,7 @@ mod tests {
 
     /// The order of `__<t1>_<t2>_<uuid>` with a 32-character uuid made of `c`.
     fn order_of(t1: u64, t2: u64, c: char) -> FileOrder {
-        let uuid: String = std::iter::repeat(c).take(32).collect();
+        let uuid: String = c.to_string().repeat(32);
         FileOrder::from_name(&format!("__{t1}_{t2}_{uuid}")).unwrap()
     }
 

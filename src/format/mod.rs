@@ -8,6 +8,7 @@ pub mod error;
 pub mod footer;
 pub mod fragment_metadata;
 pub mod generic_tile;
+pub mod group;
 pub mod legacy_metadata;
 pub mod metadata;
 pub mod name;
