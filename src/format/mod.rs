@@ -4,6 +4,7 @@ pub mod chunked;
 pub mod commits;
 pub mod coords;
 pub mod datatype;
+pub mod enumeration;
 pub mod error;
 pub mod footer;
 pub mod fragment_metadata;
