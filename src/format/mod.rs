@@ -2,6 +2,7 @@
 
 pub mod chunked;
 pub mod commits;
+pub mod condition;
 pub mod coords;
 pub mod datatype;
 pub mod enumeration;
