@@ -32,7 +32,7 @@ use super::reader::Reader;
 /// Deepest nesting accepted. TileDB builds flat trees (combining conditions with the
 /// same operator merges their children), so real trees are shallow; the limit keeps a
 /// hostile file from exhausting the stack.
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 256;
 
 /// Smallest serialized node: an expression node with its child count.
 const MIN_NODE_LEN: u64 = 1 + 1 + 8;
@@ -948,9 +948,21 @@ mod tests {
             b.extend(&leaf);
             b
         };
-        assert!(parse_delete_condition(&nest(MAX_DEPTH)).is_ok());
+        let deepest = parse_delete_condition(&nest(MAX_DEPTH)).unwrap();
+        let text = deepest.to_text(types);
+        let expected = format!(
+            "{}a < 1{}",
+            "NOT (".repeat(MAX_DEPTH),
+            ")".repeat(MAX_DEPTH)
+        );
+        assert_eq!(text, expected);
+        // Negation removes one NOT.
+        assert_eq!(
+            deepest.negated().to_text(types).len(),
+            text.len() - "NOT ()".len()
+        );
         let err = err(&nest(MAX_DEPTH + 1));
-        assert!(err.contains("nested deeper than 64 levels"), "{err}");
+        assert!(err.contains("nested deeper than 256 levels"), "{err}");
         assert!(parse_delete_condition(&nest(100_000)).is_err());
     }
 

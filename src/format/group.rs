@@ -197,8 +197,9 @@ pub fn details_name_is_v1(name: &str) -> bool {
 /// The members of a group as TileDB computes them when it opens the group, keyed by
 /// [`GroupMember::key`].
 ///
-/// Files are sorted by [`FileOrder`] (whatever the order of `files`); the caller leaves
-/// out `.vac` files and the files they list, as TileDB does. Then, as in
+/// Files are sorted by [`FileOrder`] (whatever the order of `files`). `GroupDirectory`
+/// would skip `.vac` files in `__group/` and the files they list (matching whole URIs),
+/// but nothing in TileDB writes them: group details are never consolidated. Then, as in
 /// `Group::load_group_details`:
 /// * if the newest file's name marks a version-1 group ([`details_name_is_v1`]), only
 ///   that file is read: a v1 writer stored the whole membership in every file. Its
