@@ -2,13 +2,17 @@
 
 pub mod chunked;
 pub mod commits;
+pub mod condition;
 pub mod coords;
 pub mod datatype;
+pub mod enumeration;
 pub mod error;
 pub mod footer;
 pub mod fragment_metadata;
 pub mod generic_tile;
+pub mod group;
 pub mod legacy_metadata;
+pub mod metadata;
 pub mod name;
 pub mod pipeline;
 pub mod reader;
