@@ -165,7 +165,7 @@ const REPLY_KEEP: usize = 4 << 20;
 fn ttl(view: &dyn FileTree, ino: Ino) -> Duration {
     match view.lifetime(ino) {
         Lifetime::Immutable => TTL,
-        Lifetime::Changing => CHANGING_TTL,
+        Lifetime::Changing | Lifetime::Snapshot => CHANGING_TTL,
     }
 }
 
@@ -273,8 +273,11 @@ impl Filesystem for FragFs {
             // Immutable files keep their pages in the kernel; the array-level JSON, which
             // a rescan may change, is read through every time, and so is a text file
             // whose size is not known yet (the kernel would stop at the size it shows).
+            // A snapshot (the merged view) uses the page cache while open, so sequential
+            // readers get the kernel's read-ahead, and drops it at the next open.
             let flags = match self.view.lifetime(ino) {
                 Lifetime::Immutable if stat.exact_size => FopenFlags::FOPEN_KEEP_CACHE,
+                Lifetime::Snapshot if stat.exact_size => FopenFlags::empty(),
                 _ => FopenFlags::FOPEN_DIRECT_IO,
             };
             Ok((fh, flags))

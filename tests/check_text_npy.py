@@ -1,8 +1,11 @@
 """Checks a mounted fragfs tree's values.npy, values.txt and cells.csv against the
 <array>.expected.json that TileDB's read-back produced.
 
-Usage: check_text_npy.py MOUNTPOINT EXPECTED_JSON [MOUNTPOINT EXPECTED_JSON ...]
-Prints one line per checked array; exits 1 with the first mismatch.
+Usage: check_text_npy.py MOUNTPOINT JSON [MOUNTPOINT JSON ...]
+JSON is an <array>.expected.json (each fragment's files) or an <array>.merged.json (the
+merged view: latest/ and at/<T>/, TileDB's reads of the whole array; values.npy of a dense
+array is shaped like its non-empty domain). Prints one line per checked file; exits 1 with
+the first mismatch.
 
 The expected text is computed here independently of fragfs: numpy renders datetimes,
 Python parses floats back, and the escaping rules are written out again below.
@@ -30,7 +33,9 @@ NPY_DTYPES = {
 
 
 def encode_name(name):
-    if name in (".", "..", ""):
+    if name == "":
+        return "%anonymous"
+    if name in (".", ".."):
         return "".join("%%%02X" % b for b in name.encode())
     return name.replace("%", "%25").replace("/", "%2F").replace("\0", "%00")
 
@@ -118,6 +123,62 @@ def check_line(line, value, field, empty_var):
 
 def check_fragment(mnt, fragment, empty_var):
     folder = os.path.join(mnt, "fragments", fragment["fragment_dir"].rsplit("/", 1)[-1])
+    check_folder(folder, fragment, empty_var)
+
+
+def check_state(mnt, read, empty_var, dense, dups):
+    """One read of a merged.json: latest/ or at/<T>/."""
+    t = read["timestamp"]
+    folder = os.path.join(mnt, "latest" if t is None else os.path.join("at", str(t)))
+    if dups:
+        read = in_served_order(folder, read, empty_var)
+    shape = None
+    if dense:
+        ndims = sum(1 for f in read["fields"] if f["role"] == "dimension")
+        shape = (tuple(hi - lo + 1 for lo, hi in read["non_empty_domain"])
+                 if read["cell_num"] else (0,) * ndims)
+    check_folder(folder, read, empty_var, shape)
+
+
+def in_served_order(folder, read, empty_var):
+    """Duplicates: TileDB's order among equal coordinates is its own, so the expected
+    cells are put in the order served, each served row matched to an unused expected one
+    (failing when one has no match): a multiset comparison."""
+    fields = read["fields"]
+    n = read["cell_num"]
+    lines = []
+    for field in fields:
+        with open(os.path.join(folder, encode_name(field["name"]), "values.txt"),
+                  encoding="utf-8", newline="\n") as f:
+            lines.append(f.read().split("\n")[:n])
+
+    def value(field, j):
+        if field.get("nullable") and field["validity"][j] == 0:
+            return None
+        return field["values"][j]
+
+    used, order = [False] * n, []
+    for i in range(n):
+        for j in range(n):
+            if not used[j] and all(i < len(lines[k]) and check_line(lines[k][i], value(f, j), f, empty_var)
+                                   for k, f in enumerate(fields)):
+                used[j] = True
+                order.append(j)
+                break
+        else:
+            raise AssertionError("%s: served row %d matches no cell TileDB read" % (folder, i + 1))
+    out = dict(read)
+    out["fields"] = []
+    for field in fields:
+        g = dict(field)
+        g["values"] = [field["values"][j] for j in order]
+        if "validity" in field:
+            g["validity"] = [field["validity"][j] for j in order]
+        out["fields"].append(g)
+    return out
+
+
+def check_folder(folder, fragment, empty_var, shape=None):
     cells = fragment["cell_num"]
     columns = []
     for field in fragment["fields"]:
@@ -138,7 +199,7 @@ def check_fragment(mnt, fragment, empty_var):
                 raise AssertionError("%s: values.txt line %d is %r for %r" % (where, i + 1, line, value))
         columns.append(lines)
         if field["cell_val_num"] != "var":
-            check_npy(fdir, field, values, cells, where)
+            check_npy(fdir, field, values, cells, where, shape)
     with open(os.path.join(folder, "cells.csv"), encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     header = [encode_name(f["name"]) for f in fragment["fields"]]
@@ -151,7 +212,7 @@ def check_fragment(mnt, fragment, empty_var):
             raise AssertionError("%s: cells.csv row %d is %r" % (folder, i + 1, row))
 
 
-def check_npy(fdir, field, values, cells, where):
+def check_npy(fdir, field, values, cells, where, shape=None):
     datatype = field["datatype"]
     n = field["cell_val_num"]
     arr = np.load(os.path.join(fdir, "values.npy"), mmap_mode="r")
@@ -171,9 +232,14 @@ def check_npy(fdir, field, values, cells, where):
         want_shape = (cells,) if n == 1 else (cells, n)
     else:
         return
+    if shape is not None:
+        # A dense merged array: shaped like its box (plus the cell's values).
+        want_shape = shape + want_shape[1:]
     if arr.dtype != want_dtype or arr.shape != want_shape:
         raise AssertionError("%s: values.npy is %s %s, expected %s %s"
                              % (where, arr.dtype, arr.shape, want_dtype, want_shape))
+    if shape is not None:
+        arr = arr.reshape((cells,) + want_shape[len(shape):])
     if datatype in NPY_DTYPES and datatype != "BOOL":
         for i, value in enumerate(values):
             if value is None or (field.get("nullable") and field["validity"][i] == 0):
@@ -196,6 +262,14 @@ def main():
             expected = json.load(f)
         empty_var = expected.get("empty_var_cell_stored_bytes") or []
         try:
+            if expected_path.endswith(".merged.json"):
+                dense = expected["array_type"] == "dense"
+                dups = bool(expected.get("allows_duplicates"))
+                reads = [r for r in expected["reads"] if "error" not in r]
+                for read in reads:
+                    check_state(mnt, read, empty_var, dense, dups)
+                print("ok %s: %d reads" % (expected_path, len(reads)))
+                continue
             for fragment in expected["fragments"]:
                 check_fragment(mnt, fragment, empty_var)
         except AssertionError as e:

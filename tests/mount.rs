@@ -87,7 +87,8 @@ fn every_fixture_reads_through_the_mount_as_through_cat_and_as_tiledb_wrote_it()
     if !fuse_available("fixtures through the mount") {
         return;
     }
-    let arrays = expected_files(&fixtures());
+    let mut arrays = expected_files(&fixtures());
+    arrays.extend(expected_files(&features()));
     assert!(arrays.len() >= 5);
     for (array, expected) in &arrays {
         let m = InProcess::new(array, expected, 64 << 20, 2);
@@ -99,17 +100,27 @@ fn every_fixture_reads_through_the_mount_as_through_cat_and_as_tiledb_wrote_it()
             array.display()
         );
         for f in &files {
-            let through_mount = std::fs::read(m.path().join(f)).unwrap();
-            let through_cat = m.view.read(f).unwrap();
+            // The same bytes, or the same failure (a state TileDB cannot read either).
+            let through_mount = std::fs::read(m.path().join(f)).map_err(|e| e.raw_os_error());
+            let through_cat = m.view.read(f).map_err(|_| Some(libc::EIO));
             assert!(
                 through_mount == through_cat,
-                "{}: {f} differs",
-                array.display()
+                "{}: {f} differs: {:?} / {:?}",
+                array.display(),
+                through_mount.as_ref().map(Vec::len),
+                through_cat.as_ref().map(Vec::len)
             );
         }
         let fields = check_tree(&Mounted(m.path().to_path_buf()), expected)
             .unwrap_or_else(|e| panic!("{}: {e}", array.display()));
         assert!(fields > 0);
+        // The merged view too, as TileDB reads the array (latest and every timestamp).
+        let merged_json = array.with_extension("merged.json");
+        if let Ok(bytes) = std::fs::read(&merged_json) {
+            let merged: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            check_merged(&Mounted(m.path().to_path_buf()), &merged)
+                .unwrap_or_else(|e| panic!("{} merged: {e}", array.display()));
+        }
     }
 }
 
@@ -129,7 +140,14 @@ fn shared_corpus_reads_byte_exact_through_the_mount() {
         for (array, expected) in expected_files(&corpus.join(&folder)) {
             let m = InProcess::new(&array, &expected, 16 << 20, 2);
             let r = report.entry(folder.clone()).or_default();
-            match check_tree(&Mounted(m.path().to_path_buf()), &expected) {
+            let merged_json = array.with_extension("merged.json");
+            let merged: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&merged_json).unwrap()).unwrap();
+            let mounted = Mounted(m.path().to_path_buf());
+            // Per fragment, and merged (latest/ and at/<T>/) as TileDB reads the array.
+            let checked = check_tree(&mounted, &expected)
+                .and_then(|n| check_merged(&mounted, &merged).map(|_| n));
+            match checked {
                 Ok(n) => {
                     r.0 += 1;
                     fields += n;
@@ -170,6 +188,24 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     let m = InProcess::new(&array, &expected, 64 << 20, 2);
     let files = view_files(&m.view);
     let size_of = |f: &str| m.view.size(m.view.resolve(f).unwrap()).unwrap();
+    // What `stat` shows before anything is read: exact sizes from metadata, and 0 for
+    // files whose size needs a pass over cells (text files, sparse merged files).
+    let shown: BTreeMap<String, u64> = files
+        .iter()
+        .map(|f| {
+            let st = m.view.stat(m.view.resolve(f).unwrap()).unwrap();
+            assert!(st.exact_size || st.size == 0, "{f}");
+            assert!(
+                st.exact_size
+                    || is_text_file(f)
+                    || f.starts_with("latest/")
+                    || f.starts_with("at/"),
+                "{f}"
+            );
+            (f.clone(), st.size)
+        })
+        .collect();
+    assert_eq!(m.view.chunks_decoded(), 0, "stat decoded a chunk");
     // Names of everything, and `ls -l` of the folders that hold no text file.
     let names = run_ok(Command::new("ls").arg("-R").arg(m.path()));
     assert!(
@@ -195,7 +231,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     assert_eq!(found.lines().count(), binary.len());
     for f in &binary {
         assert!(
-            found.lines().any(|l| l == format!("{} {f}", size_of(f))),
+            found.lines().any(|l| l == format!("{} {f}", shown[*f])),
             "{f}:\n{found}"
         );
     }
@@ -211,7 +247,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     assert_eq!(m.view.chunks_decoded(), 0, "ls -lR decoded a chunk");
     for f in &files {
         let name = f.rsplit('/').next().unwrap();
-        let size = if is_text_file(f) { 0 } else { size_of(f) };
+        let size = shown[f];
         assert!(
             shows(&listing, name, size),
             "ls -l shows no {name} of {size} bytes:\n{listing}"
@@ -219,7 +255,7 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     }
     // Read whole (they are served with direct I/O until their size is known), text
     // files give all their text; from then on `ls -l` shows their exact size.
-    for f in files.iter().filter(|f| is_text_file(f)) {
+    for f in files.iter().filter(|f| shown[*f] == 0) {
         let read = std::fs::read(m.path().join(f)).unwrap();
         assert_eq!(read.len() as u64, size_of(f), "{f}: the whole text");
     }

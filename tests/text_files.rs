@@ -11,9 +11,14 @@ use common::mounting::*;
 use common::*;
 
 /// Mounts `arrays` a batch at a time and runs the checker over each batch.
-fn check(python: &str, arrays: &[(std::path::PathBuf, serde_json::Value)]) -> usize {
+/// Returns how many expected.json and how many merged.json were checked.
+fn check(
+    python: &str,
+    arrays: &[(std::path::PathBuf, serde_json::Value)],
+    merged: &[(std::path::PathBuf, serde_json::Value)],
+) -> (usize, usize) {
     let script = repo().join("tests/check_text_npy.py");
-    let mut checked = 0;
+    let (mut checked, mut merged_checked) = (0, 0);
     for batch in arrays.chunks(24) {
         let mounts: Vec<InProcess> = batch
             .iter()
@@ -21,9 +26,21 @@ fn check(python: &str, arrays: &[(std::path::PathBuf, serde_json::Value)]) -> us
             .collect();
         let mut cmd = Command::new(python);
         cmd.arg(&script);
-        for (m, (array, _)) in mounts.iter().zip(batch) {
+        // The JSON files, written out: arrays inside a group or another array are
+        // described by files that are not named after their folder.
+        let jsons = tempfile::tempdir().unwrap();
+        for (k, (m, (array, expected))) in mounts.iter().zip(batch).enumerate() {
+            let path = jsons.path().join(format!("{k}.expected.json"));
+            std::fs::write(&path, serde_json::to_vec(expected).unwrap()).unwrap();
             cmd.arg(m.path());
-            cmd.arg(array.with_extension("expected.json"));
+            cmd.arg(path);
+            // And the merged view (latest/, at/<T>/), where TileDB's reads are known.
+            if let Some(merged) = merged.iter().find(|(a, _)| a == array).map(|(_, j)| j) {
+                let path = jsons.path().join(format!("{k}.merged.json"));
+                std::fs::write(&path, serde_json::to_vec(merged).unwrap()).unwrap();
+                cmd.arg(m.path());
+                cmd.arg(path);
+            }
         }
         let out = cmd.output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -32,9 +49,16 @@ fn check(python: &str, arrays: &[(std::path::PathBuf, serde_json::Value)]) -> us
             "{stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        checked += stdout.lines().filter(|l| l.starts_with("ok ")).count();
+        checked += stdout
+            .lines()
+            .filter(|l| l.starts_with("ok ") && !l.contains(".merged.json"))
+            .count();
+        merged_checked += stdout
+            .lines()
+            .filter(|l| l.starts_with("ok ") && l.contains(".merged.json"))
+            .count();
     }
-    checked
+    (checked, merged_checked)
 }
 
 #[test]
@@ -45,8 +69,18 @@ fn fixtures_npy_txt_and_csv_match_tiledb() {
     let Some(python) = python_with("numpy") else {
         return;
     };
-    let arrays = expected_files(&fixtures());
-    assert_eq!(check(&python, &arrays), arrays.len());
+    let mut arrays = expected_files(&fixtures());
+    arrays.extend(expected_files(&features()));
+    let mut merged = merged_files(&fixtures());
+    merged.extend(merged_files(&features()));
+    let with_merged = arrays
+        .iter()
+        .filter(|(a, _)| merged.iter().any(|(m, _)| m == a))
+        .count();
+    assert_eq!(
+        check(&python, &arrays, &merged),
+        (arrays.len(), with_merged)
+    );
 }
 
 #[test]
@@ -60,13 +94,14 @@ fn shared_corpus_npy_txt_and_csv_match_tiledb() {
     let Some(python) = python_with("numpy") else {
         return;
     };
-    let mut arrays = Vec::new();
+    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
     for version in 1..=23 {
         arrays.extend(expected_files(&corpus.join(format!("v{version}"))));
+        merged.extend(merged_files(&corpus.join(format!("v{version}"))));
     }
     // Every format version is read (formats 2 to 22 in the corpus): all 525 arrays.
     assert_eq!(arrays.len(), 525, "arrays in the corpus");
-    let checked = check(&python, &arrays);
-    println!("{checked} arrays: values.npy, values.txt and cells.csv match");
-    assert_eq!(checked, arrays.len());
+    let (checked, merged) = check(&python, &arrays, &merged);
+    println!("{checked} arrays: values.npy, values.txt and cells.csv match ({merged} merged)");
+    assert_eq!((checked, merged), (arrays.len(), arrays.len()));
 }

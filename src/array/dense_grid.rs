@@ -121,6 +121,47 @@ impl DenseGrid {
     }
 }
 
+impl DenseGrid {
+    /// The stored cell holding `coords` (one per dimension), or `None` outside the
+    /// fragment's tiles: the inverse of [`DenseGrid::coordinate`].
+    pub fn cell_of(&self, coords: &[i128]) -> Option<u64> {
+        if coords.len() != self.axes.len() {
+            return None;
+        }
+        let (mut tile, mut cell) = (0u64, 0u64);
+        for (a, &c) in self.axes.iter().zip(coords) {
+            let from_low = c.checked_sub(a.domain_low)?;
+            if from_low < 0 {
+                return None;
+            }
+            let t = from_low / a.extent - a.first_tile;
+            if t < 0 || t >= a.tiles as i128 {
+                return None;
+            }
+            tile = tile.checked_add((t as u64).checked_mul(a.tile_stride)?)?;
+            cell = cell.checked_add(((from_low % a.extent) as u64).checked_mul(a.cell_stride)?)?;
+        }
+        tile.checked_mul(self.cells_per_tile)?.checked_add(cell)
+    }
+
+    /// How far apart, in storage order, two cells are that differ by one along `dim`
+    /// within a tile.
+    pub fn cell_stride(&self, dim: usize) -> u64 {
+        self.axes.get(dim).map_or(1, |a| a.cell_stride)
+    }
+
+    /// The last coordinate along `dim` of the tile holding coordinate `c`.
+    pub fn tile_end(&self, dim: usize, c: i128) -> i128 {
+        match self.axes.get(dim) {
+            Some(a) => {
+                let from_low = c - a.domain_low;
+                c + (a.extent - 1 - from_low.rem_euclid(a.extent))
+            }
+            None => c,
+        }
+    }
+}
+
 /// Per axis, the index step of one move along it in a row- or column-major walk over a
 /// grid of `sizes`.
 fn strides(sizes: impl Iterator<Item = u64>, order: Layout) -> Vec<u64> {
@@ -142,6 +183,56 @@ fn strides(sizes: impl Iterator<Item = u64>, order: Layout) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cell_of_inverts_coordinate() {
+        use crate::format::schema::{Attribute, Dimension};
+        let dim = |name: &str, lo: i32, hi: i32, ext: i32| Dimension {
+            name: name.into(),
+            datatype: Datatype::Int32,
+            cell_val_num: 1,
+            filters: Default::default(),
+            domain: [lo.to_le_bytes(), hi.to_le_bytes()].concat(),
+            tile_extent: Some(ext.to_le_bytes().to_vec()),
+        };
+        for (tile_order, cell_order) in [
+            (Layout::RowMajor, Layout::RowMajor),
+            (Layout::ColMajor, Layout::RowMajor),
+            (Layout::RowMajor, Layout::ColMajor),
+        ] {
+            let schema = ArraySchema {
+                version: 22,
+                allows_dups: false,
+                array_type: crate::format::schema::ArrayType::Dense,
+                tile_order,
+                cell_order,
+                capacity: 10000,
+                coords_filters: Default::default(),
+                offsets_filters: Default::default(),
+                validity_filters: Default::default(),
+                dimensions: vec![dim("x", 1, 20, 3), dim("y", -5, 30, 4)],
+                attributes: Vec::<Attribute>::new(),
+                labels: Vec::new(),
+                enumerations: Vec::new(),
+                current_domain: None,
+            };
+            let footer = Footer {
+                non_empty_domain: vec![
+                    (2i32.to_le_bytes().to_vec(), 9i32.to_le_bytes().to_vec()),
+                    (0i32.to_le_bytes().to_vec(), 10i32.to_le_bytes().to_vec()),
+                ],
+                dense: true,
+                ..Footer::default()
+            };
+            let g = DenseGrid::new(&schema, &footer).unwrap();
+            for n in 0..g.tile_count() * g.cells_per_tile() {
+                let c = [g.coordinate(n, 0).unwrap(), g.coordinate(n, 1).unwrap()];
+                assert_eq!(g.cell_of(&c), Some(n), "{c:?}");
+            }
+            assert_eq!(g.cell_of(&[0, 0]), None);
+            assert_eq!(g.tile_end(1, 0), 2);
+        }
+    }
 
     #[test]
     fn strides_of_both_orders() {

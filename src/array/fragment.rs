@@ -372,6 +372,27 @@ impl FragmentMeta {
         })
     }
 
+    /// Checks the tile count (which the footer gives, or a dense domain implies) against
+    /// the tile offsets the metadata lists for the first attribute (one list per
+    /// fragment, metadata only): a corrupt count could promise trillions of cells that
+    /// no tile holds.
+    pub fn check_tile_count(&self) -> Result<()> {
+        if self.schema.attributes.is_empty() {
+            return Ok(());
+        }
+        let listed = self.tile_list(TileList::Offsets, 0)?.len() as u64;
+        if listed < self.tile_count {
+            return Err(Error::corrupt(
+                self.place.clone().in_file(METADATA_FILE),
+                format!(
+                    "the fragment has {} tiles, its first attribute's tile offsets list {listed}",
+                    self.tile_count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// `fragment F, __fragment_metadata.tdb, <detail>`.
     fn metadata_place(&self, detail: String) -> Place {
         self.place.clone().in_file(METADATA_FILE).detail(detail)

@@ -44,10 +44,22 @@ pub struct Ignored {
     pub reason: String,
 }
 
+/// A committed fragment that a consolidation replaced (a `.vac` file lists it) but that
+/// is still on disk: hidden from the array now, shown in its past.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replaced {
+    pub fragment: FoundFragment,
+    /// The end timestamp of the consolidation that replaced it (the `.vac` file's): from
+    /// then on TileDB reads the consolidated fragment instead.
+    pub hidden_from: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct Liveness {
     /// Live fragments, oldest first (by first timestamp, then name).
     pub live: Vec<FoundFragment>,
+    /// Fragments replaced by a consolidation but not vacuumed yet.
+    pub replaced: Vec<Replaced>,
     pub ignored: Vec<Ignored>,
     /// Delete/update commits, relative paths (their bytes, embedded or on disk).
     pub conditions: Vec<(String, Option<Vec<u8>>)>,
@@ -97,6 +109,13 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         for entry in parse_lines(bytes) {
             vacuumed
                 .entry(normalize_vacuum_entry(&entry))
+                .and_modify(|earliest| {
+                    // Listed twice: hidden from the first consolidation on.
+                    let t2 = |s: &str| TimestampedName::parse(s).map_or(u64::MAX, |t| t.t2);
+                    if t2(source) < t2(earliest) {
+                        *earliest = source.to_string();
+                    }
+                })
                 .or_insert_with(|| source.to_string());
         }
     };
@@ -183,6 +202,7 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
     }
 
     let mut live = Vec::new();
+    let mut replaced = Vec::new();
     for (name, rel_dir, is_committed, marker) in found {
         let Some(timestamps) = TimestampedName::parse(&name) else {
             ignored.push(Ignored {
@@ -198,8 +218,16 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
             });
         } else if let Some(vac) = vacuumed.get(&rel_dir) {
             ignored.push(Ignored {
-                rel_dir,
+                rel_dir: rel_dir.clone(),
                 reason: format!("consolidated away: listed in {vac}"),
+            });
+            replaced.push(Replaced {
+                fragment: FoundFragment {
+                    name,
+                    rel_dir,
+                    timestamps,
+                },
+                hidden_from: TimestampedName::parse(vac).map_or(0, |t| t.t2),
             });
         } else {
             live.push(FoundFragment {
@@ -212,6 +240,7 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
     live.sort_by(|a, b| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
     Ok(Liveness {
         live,
+        replaced,
         ignored,
         conditions,
     })

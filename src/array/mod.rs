@@ -49,6 +49,28 @@ pub fn parse_key(text: &str) -> Result<[u8; 32]> {
     )))
 }
 
+/// A delete (`.del`) or update (`.upd`) commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionCommit {
+    /// `__commits/<name>.del`, as on disk or as named inside a `.con` file.
+    pub rel_path: String,
+    /// When it was committed (its timestamped name's).
+    pub timestamp: u64,
+    pub is_update: bool,
+    /// Its bytes when a `.con` file holds them; else they are in the file.
+    pub embedded: Option<Arc<Vec<u8>>>,
+}
+
+impl ConditionCommit {
+    /// The commit's generic tile: embedded, or read from its file.
+    pub fn bytes(&self, store: &dyn Store) -> Result<Arc<Vec<u8>>> {
+        match &self.embedded {
+            Some(bytes) => Ok(bytes.clone()),
+            None => Ok(Arc::new(store.read_all(&self.rel_path)?)),
+        }
+    }
+}
+
 /// A schema file of the array.
 #[derive(Debug, Clone)]
 pub struct SchemaFile {
@@ -73,6 +95,11 @@ pub struct Array {
     pub ignored: Vec<Ignored>,
     /// Relative paths of delete/update commits.
     pub conditions: Vec<String>,
+    /// The delete/update commits, with their timestamps, for the merged view.
+    pub condition_commits: Vec<ConditionCommit>,
+    /// Fragments a consolidation replaced that are still on disk (not vacuumed yet),
+    /// with the timestamp from which the consolidated fragment hides them.
+    pub replaced: Vec<(Arc<Fragment>, u64)>,
     /// Fragment id -> position in `fragments`.
     by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
@@ -132,22 +159,38 @@ impl Array {
             )));
         }
         let live = liveness::find_fragments(&*store, &root)?;
-        let fragments: Vec<Arc<Fragment>> = live
-            .live
+        // Fragments still there keep their `Fragment` (metadata already parsed, and id).
+        let fragment = |f: liveness::FoundFragment| {
+            let kept = previous.and_then(|p| {
+                p.fragments
+                    .iter()
+                    .chain(p.replaced.iter().map(|(f, _)| f))
+                    .find(|old| old.name == f.name && old.rel_dir == f.rel_dir)
+            });
+            kept.cloned().unwrap_or_else(|| {
+                Arc::new(Fragment::new(
+                    store.clone(),
+                    f.name,
+                    f.rel_dir,
+                    f.timestamps,
+                    key,
+                ))
+            })
+        };
+        let fragments: Vec<Arc<Fragment>> = live.live.into_iter().map(&fragment).collect();
+        let replaced = live
+            .replaced
             .into_iter()
-            .map(|f| {
-                let kept = previous
-                    .and_then(|p| p.fragment_named(&f.name))
-                    .filter(|old| old.rel_dir == f.rel_dir);
-                kept.cloned().unwrap_or_else(|| {
-                    Arc::new(Fragment::new(
-                        store.clone(),
-                        f.name,
-                        f.rel_dir,
-                        f.timestamps,
-                        key,
-                    ))
-                })
+            .map(|r| (fragment(r.fragment), r.hidden_from))
+            .collect();
+        let condition_commits = live
+            .conditions
+            .iter()
+            .map(|(path, embedded)| ConditionCommit {
+                rel_path: path.clone(),
+                timestamp: TimestampedName::parse(path).map_or(0, |t| t.t2),
+                is_update: path.ends_with(".upd"),
+                embedded: embedded.clone().map(Arc::new),
             })
             .collect();
         let by_id = fragments
@@ -167,6 +210,8 @@ impl Array {
             fragments,
             ignored: live.ignored,
             conditions: live.conditions.into_iter().map(|(p, _)| p).collect(),
+            condition_commits,
+            replaced,
             by_id,
             by_name,
         })

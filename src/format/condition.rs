@@ -1089,9 +1089,13 @@ mod tests {
     }
 
     fn decode(bytes: &[u8], what: &str) -> Vec<u8> {
-        crate::array::generic_tile::decode_generic_tile(bytes, None, what)
-            .unwrap()
-            .1
+        crate::array::generic_tile::decode_generic_tile(
+            bytes,
+            None,
+            &crate::error::Place::file(what.to_string()),
+        )
+        .unwrap()
+        .1
     }
 
     /// Field name → datatype from the newest schema file of `schema_dir`.

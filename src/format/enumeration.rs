@@ -434,8 +434,12 @@ mod tests {
             let path = entry.unwrap().path();
             let bytes = std::fs::read(&path).unwrap();
             let what = path.display().to_string();
-            let (_, payload) =
-                crate::array::generic_tile::decode_generic_tile(&bytes, None, &what).unwrap();
+            let (_, payload) = crate::array::generic_tile::decode_generic_tile(
+                &bytes,
+                None,
+                &crate::error::Place::file(what.to_string()),
+            )
+            .unwrap();
             let e = Enumeration::parse(&payload).unwrap();
             assert_eq!(e.path_name, path.file_name().unwrap().to_string_lossy());
             let values: Vec<String> = match e.datatype {
@@ -484,9 +488,12 @@ mod tests {
                 {
                     let bytes = std::fs::read(&path).unwrap();
                     let what = path.display().to_string();
-                    let (_, payload) =
-                        crate::array::generic_tile::decode_generic_tile(&bytes, None, &what)
-                            .unwrap();
+                    let (_, payload) = crate::array::generic_tile::decode_generic_tile(
+                        &bytes,
+                        None,
+                        &crate::error::Place::file(what.to_string()),
+                    )
+                    .unwrap();
                     Enumeration::parse(&payload).unwrap();
                     count += 1;
                 }

@@ -526,8 +526,12 @@ mod tests {
             let path = entry.unwrap().path();
             let bytes = std::fs::read(&path).unwrap();
             let what = path.display().to_string();
-            let (_, payload) =
-                crate::array::generic_tile::decode_generic_tile(&bytes, None, &what).unwrap();
+            let (_, payload) = crate::array::generic_tile::decode_generic_tile(
+                &bytes,
+                None,
+                &crate::error::Place::file(what.to_string()),
+            )
+            .unwrap();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             assert!(!details_name_is_v1(&name));
             files.push((

@@ -423,9 +423,13 @@ mod tests {
     fn decode(path: &Path) -> Vec<u8> {
         let bytes = std::fs::read(path).unwrap();
         let what = path.display().to_string();
-        crate::array::generic_tile::decode_generic_tile(&bytes, None, &what)
-            .unwrap()
-            .1
+        crate::array::generic_tile::decode_generic_tile(
+            &bytes,
+            None,
+            &crate::error::Place::file(what.to_string()),
+        )
+        .unwrap()
+        .1
     }
 
     /// Loads a `__meta` folder as TileDB does: classify, drop vacuumed and partial

@@ -24,6 +24,37 @@ pub struct Cells {
 }
 
 impl Cells {
+    /// Cells of a fixed size: `values` holds `count` values of `cell_size` bytes.
+    pub fn fixed(
+        first: u64,
+        values: Vec<u8>,
+        cell_size: usize,
+        validity: Option<Vec<u8>>,
+    ) -> Cells {
+        let count = values.len().checked_div(cell_size).unwrap_or(0);
+        Cells {
+            first,
+            values,
+            bounds: None,
+            validity,
+            cell_size,
+            count,
+        }
+    }
+
+    /// Var-size cells: cell `i` is `values[bounds[i]..bounds[i + 1]]`.
+    pub fn var(first: u64, values: Vec<u8>, bounds: Vec<u64>, validity: Option<Vec<u8>>) -> Cells {
+        let count = bounds.len().saturating_sub(1);
+        Cells {
+            first,
+            values,
+            bounds: Some(bounds),
+            validity,
+            cell_size: 0,
+            count,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.count
     }

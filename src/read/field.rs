@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::array::dense_grid::DenseGrid;
 use crate::array::field::Field;
-use crate::array::fragment::{Fragment, FragmentMeta, TileList, METADATA_FILE};
+use crate::array::fragment::{Fragment, FragmentMeta};
 use crate::error::{Error, Place, Result};
 use crate::filter::StringChunk;
 
@@ -43,20 +43,7 @@ impl FieldReader<'_> {
     /// lists for the first attribute (one list per fragment, metadata only, no tile read)
     /// must cover every tile.
     fn check_tile_count(&self) -> Result<()> {
-        if self.meta.schema.attributes.is_empty() {
-            return Ok(());
-        }
-        let listed = self.meta.tile_list(TileList::Offsets, 0)?.len() as u64;
-        if listed < self.meta.tile_count {
-            return Err(Error::corrupt(
-                self.place().in_file(METADATA_FILE),
-                format!(
-                    "the fragment has {} tiles, its first attribute's tile offsets list {listed}",
-                    self.meta.tile_count
-                ),
-            ));
-        }
-        Ok(())
+        self.meta.check_tile_count()
     }
 
     /// Start of each var tile in `values.bin`, plus the total at the end (computed once

@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod cells;
 pub mod field;
+pub mod merge;
 pub mod tile;
 
 use std::sync::atomic::{AtomicU64, Ordering};

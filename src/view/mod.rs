@@ -82,6 +82,9 @@ pub enum Lifetime {
     /// May change or vanish when the array changes (the fragment list, array-level
     /// files, a fragment folder that a vacuum removes).
     Changing,
+    /// Like `Changing`, but a file open reads one state of it to the end (the merged
+    /// view of the array): the kernel may cache pages while it is open.
+    Snapshot,
 }
 
 /// Keeps what an open file needs readable until it is closed (see [`FileTree::open`]).

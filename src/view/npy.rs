@@ -59,10 +59,17 @@ fn unit_code(t: Datatype) -> &'static str {
 
 /// The complete header for `cells` cells of a fixed-size field.
 pub fn header(t: Datatype, cell_val_num: u32, cells: u64) -> Vec<u8> {
+    shaped_header(t, cell_val_num, &[cells])
+}
+
+/// The header of an array of `shape` cells (row-major), each a cell of the field.
+pub fn shaped_header(t: Datatype, cell_val_num: u32, shape: &[u64]) -> Vec<u8> {
     let (code, multi) = descr(t, cell_val_num);
-    let shape = match multi {
-        Some(n) => format!("({cells}, {n})"),
-        None => format!("({cells},)"),
+    let mut dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    dims.extend(multi.map(|n| n.to_string()));
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
     };
     let dict = format!("{{'descr': '{code}', 'fortran_order': False, 'shape': {shape}, }}");
     // magic + version (8) + header length (2) + dict + padding + '\n', to a multiple of 64.
@@ -99,6 +106,8 @@ mod tests {
         assert!(h.contains("'<M8[ms]'"));
         let h = String::from_utf8_lossy(&header(Datatype::TimeNs, 1, 2)).into_owned();
         assert!(h.contains("'<m8[ns]'"));
+        let h = String::from_utf8_lossy(&shaped_header(Datatype::Int16, 2, &[3, 4])).into_owned();
+        assert!(h.contains("(3, 4, 2)"));
         let h = String::from_utf8_lossy(&header(Datatype::Bool, 1, 2)).into_owned();
         assert!(h.contains("'|b1'"));
     }

@@ -4,6 +4,7 @@
 //! where.
 
 pub mod json;
+mod merged;
 mod textfiles;
 
 use std::collections::HashMap;
@@ -43,6 +44,19 @@ enum Node {
     Npy(FragmentId, usize),
     /// `values.txt` of a field.
     Text(FragmentId, usize),
+    /// `at/`: the array's past, by timestamp.
+    AtDir,
+    /// `latest/` (`None`) or `at/<T>/`: the array as TileDB reads it.
+    State(Option<u64>),
+    ReadJson(Option<u64>),
+    /// `cells.csv` of a state.
+    MCells(Option<u64>),
+    MField(Option<u64>, usize),
+    MRaw(Option<u64>, usize, RawFile),
+    MNpy(Option<u64>, usize),
+    MText(Option<u64>, usize),
+    /// `values.hdr`: an ENVI header of a dense raster attribute.
+    MHdr(Option<u64>, usize),
 }
 
 impl Node {
@@ -54,6 +68,9 @@ impl Node {
                 | Node::FragmentsDir
                 | Node::Fragment(_)
                 | Node::Field(..)
+                | Node::AtDir
+                | Node::State(_)
+                | Node::MField(..)
         )
     }
 
@@ -81,6 +98,9 @@ impl Node {
     }
 }
 
+/// The merged states opened, each with the rescan generation it was merged at.
+type MergedStates = HashMap<Option<u64>, (u64, Arc<crate::read::merge::Merged>)>;
+
 /// Fragments kept readable for open files after a rescan dropped them: the fragment and
 /// how many open files hold it.
 type Pinned = Arc<Mutex<HashMap<FragmentId, (Arc<Fragment>, usize)>>>;
@@ -100,6 +120,8 @@ pub struct ArrayTree {
     refresh_interval: Duration,
     /// Held while a text file's index grows (one at a time).
     indexing: Mutex<()>,
+    /// The merged states opened, with the rescan generation they were merged at.
+    states: Mutex<MergedStates>,
 }
 
 impl ArrayTree {
@@ -121,6 +143,7 @@ impl ArrayTree {
             pinned: Arc::default(),
             refresh_interval: REFRESH_INTERVAL,
             indexing: Mutex::new(()),
+            states: Mutex::new(HashMap::new()),
         }
     }
 
@@ -261,7 +284,7 @@ impl ArrayTree {
             }),
             other => match other.fragment() {
                 Some(f) => self.fragment(f).map(|_| ()),
-                None => Ok(()),
+                None => self.check_merged(other),
             },
         }
     }
@@ -280,6 +303,10 @@ impl ArrayTree {
                 .map(|f| Node::Fragment(f.id))
                 .ok_or_else(|| Error::NotFound(name.to_string()));
         }
+        if *parent == Node::AtDir {
+            // Any timestamp opens by name, listed or not.
+            return self.lookup_at(name);
+        }
         self.list_nodes(parent)?
             .into_iter()
             .find(|(n, _)| n == name)
@@ -296,6 +323,8 @@ impl ArrayTree {
                 e("schema.json", Node::SchemaJson),
                 e("schemas", Node::SchemasDir),
                 e("fragments", Node::FragmentsDir),
+                e("latest", Node::State(None)),
+                e("at", Node::AtDir),
             ],
             Node::SchemasDir => self
                 .array()
@@ -347,6 +376,9 @@ impl ArrayTree {
                 out.push(e("values.txt", Node::Text(*f, *i)));
                 out
             }
+            merged @ (Node::AtDir | Node::State(_) | Node::MField(..)) => {
+                self.list_merged(merged)?
+            }
             other => return Err(Error::NotDirectory(format!("{other:?}"))),
         })
     }
@@ -356,6 +388,12 @@ impl ArrayTree {
             n if n.is_dir() => 0,
             Node::Raw(f, i, raw) => self.with_field(*f, *i, |r| r.size(*raw))?,
             Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => self.derived_size(ino, node)?,
+            Node::ReadJson(_)
+            | Node::MCells(_)
+            | Node::MRaw(..)
+            | Node::MNpy(..)
+            | Node::MText(..)
+            | Node::MHdr(..) => self.merged_size(ino, node)?,
             _ => self.rendered(ino, node)?.bytes("a JSON file")?.len() as u64,
         })
     }
@@ -368,7 +406,7 @@ impl ArrayTree {
         }
         let generation = match self.node_lifetime(node) {
             Lifetime::Immutable => 0,
-            Lifetime::Changing => self.generation(),
+            Lifetime::Changing | Lifetime::Snapshot => self.generation(),
         };
         self.engine.cache().get_or_load(
             CacheKey::View {
@@ -404,6 +442,8 @@ impl ArrayTree {
                 let (fragment, meta) = self.meta(*f)?;
                 json::tiles(&self.engine, &fragment, &meta)?
             }
+            Node::ReadJson(w) => self.read_json(*w)?,
+            Node::MHdr(w, i) => return Ok(Cached::Bytes(self.envi_header(*w, *i)?.into_bytes())),
             other => return Err(Error::IsDirectory(format!("{other:?}"))),
         };
         Ok(Cached::Bytes(json::to_bytes(&value)))
@@ -413,6 +453,12 @@ impl ArrayTree {
         match node {
             // A fragment folder may be vacuumed; what is inside never changes.
             Node::Fragment(_) => Lifetime::Changing,
+            Node::ReadJson(_)
+            | Node::MCells(_)
+            | Node::MRaw(..)
+            | Node::MNpy(..)
+            | Node::MText(..)
+            | Node::MHdr(..) => Lifetime::Snapshot,
             n if n.fragment().is_some() => Lifetime::Immutable,
             _ => Lifetime::Changing,
         }
@@ -433,6 +479,12 @@ impl ArrayTree {
             }
             Node::Npy(f, i) => self.npy_read_into(ino, *f, *i, offset, len, out),
             Node::Text(..) | Node::CellsCsv(_) => self.text_read_into(ino, node, offset, len, out),
+            Node::ReadJson(_)
+            | Node::MCells(_)
+            | Node::MRaw(..)
+            | Node::MNpy(..)
+            | Node::MText(..)
+            | Node::MHdr(..) => self.merged_read_into(ino, node, offset, len, out),
             other => {
                 let rendered = self.rendered(ino, other)?;
                 let bytes = rendered.bytes("a JSON file")?;
@@ -502,7 +554,23 @@ impl FileTree for ArrayTree {
             ),
             Node::Fragment(_) => (Kind::Dir, 0, 1),
             Node::Field(..) => (Kind::Dir, 0, 2),
+            // The state folders: sub-folders are not counted (their fields may need a
+            // merge to list), as for fragment folders.
+            Node::AtDir | Node::State(_) => (Kind::Dir, 0, 1),
+            Node::MField(..) => (Kind::Dir, 0, 2),
             text @ (Node::Text(..) | Node::CellsCsv(_)) => match self.known_text_size(ino, text) {
+                Some(size) => (Kind::File, size, 1),
+                None => {
+                    exact_size = false;
+                    (Kind::File, 0, 1)
+                }
+            },
+            merged @ (Node::ReadJson(_)
+            | Node::MCells(_)
+            | Node::MRaw(..)
+            | Node::MNpy(..)
+            | Node::MText(..)
+            | Node::MHdr(..)) => match self.merged_known_size(ino, merged)? {
                 Some(size) => (Kind::File, size, 1),
                 None => {
                     exact_size = false;
@@ -588,6 +656,12 @@ impl FileTree for ArrayTree {
                 Node::Fragment(f)
             }
             Node::Raw(f, i, _) | Node::Npy(f, i) | Node::Text(f, i) => Node::Field(f, i),
+            Node::State(None) | Node::AtDir => Node::Root,
+            Node::State(Some(_)) => Node::AtDir,
+            Node::ReadJson(w) | Node::MCells(w) | Node::MField(w, _) => Node::State(w),
+            Node::MRaw(w, i, _) | Node::MNpy(w, i) | Node::MText(w, i) | Node::MHdr(w, i) => {
+                Node::MField(w, i)
+            }
         };
         Ok(self.nodes.ino(&parent))
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::{ArrayTree, Node};
 use crate::array::fragment::FragmentId;
 use crate::error::{Error, Place, Result};
+use crate::format::Datatype;
 use crate::read::cells::Cells;
 use crate::read::{CacheKey, Cached, RawFile, ViewItem};
 use crate::view::nodes::Ino;
@@ -36,9 +37,7 @@ impl ArrayTree {
     /// else `None`: a listing or `stat` then shows 0, as procfs does for files whose
     /// size is only known by reading them.
     pub(super) fn known_text_size(&self, ino: Ino, node: &Node) -> Option<u64> {
-        if !matches!(node, Node::Text(..) | Node::CellsCsv(_)) {
-            return None;
-        }
+        text_file(node)?;
         let index = self
             .engine
             .cache()
@@ -175,12 +174,8 @@ impl ArrayTree {
             Some(index) => index.text_index("a text index")?.0.to_vec(),
             None => vec![self.csv_header(node)?.len() as u64],
         };
-        let f = match node {
-            Node::Text(f, _) | Node::CellsCsv(f) => *f,
-            other => return Err(Error::IsDirectory(format!("{other:?}"))),
-        };
-        let (_, meta) = self.meta(f)?;
-        let blocks = meta.cell_count().div_ceil(BLOCK_CELLS);
+        let file = text_file(node).ok_or_else(|| Error::IsDirectory(format!("{node:?}")))?;
+        let blocks = self.table_count(&file.table)?.div_ceil(BLOCK_CELLS);
         let rendered = (starts.len() - 1) as u64;
         let at_least = (rendered * 2).max(rendered + 1);
         let mut b = rendered;
@@ -202,16 +197,54 @@ impl ArrayTree {
         Ok(index)
     }
 
-    /// `fragment F, values.txt of a` or `fragment F, cells.csv`.
+    /// `fragment F, values.txt of field #i`, `latest/cells.csv`...
     fn text_place(&self, node: &Node) -> Place {
-        let (f, file) = match node {
-            Node::Text(f, i) => (*f, format!("values.txt of field #{i}")),
-            Node::CellsCsv(f) => (*f, "cells.csv".to_string()),
-            other => return Place::file(format!("{other:?}")),
+        let Some(file) = text_file(node) else {
+            return Place::file(format!("{node:?}"));
         };
-        match self.fragment(f) {
-            Ok(fragment) => fragment.place().in_file(file),
-            Err(_) => Place::file(file),
+        let name = match file.column {
+            Some(i) => format!("values.txt of field #{i}"),
+            None => "cells.csv".to_string(),
+        };
+        match file.table {
+            Table::Fragment(f) => match self.fragment(f) {
+                Ok(fragment) => fragment.place().in_file(name),
+                Err(_) => Place::file(name),
+            },
+            Table::State(w) => Place::file(format!("{}/{name}", state_dir(w))),
+        }
+    }
+
+    /// The columns of a table: shown name and datatype.
+    fn table_columns(&self, table: &Table) -> Result<Vec<(String, Datatype)>> {
+        Ok(match table {
+            Table::Fragment(f) => {
+                let (_, meta) = self.meta(*f)?;
+                meta.fields
+                    .iter()
+                    .map(|x| (names::encode(&x.name), x.datatype))
+                    .collect()
+            }
+            Table::State(w) => self
+                .merged(*w)?
+                .fields
+                .iter()
+                .map(|x| (names::encode(&x.name), x.datatype))
+                .collect(),
+        })
+    }
+
+    fn table_count(&self, table: &Table) -> Result<u64> {
+        match table {
+            Table::Fragment(f) => Ok(self.meta(*f)?.1.cell_count()),
+            Table::State(w) => self.merged(*w)?.cell_count(),
+        }
+    }
+
+    fn table_cells(&self, table: &Table, column: usize, first: u64, n: u64) -> Result<Cells> {
+        match table {
+            Table::Fragment(f) => self.with_field(*f, column, |r| r.cells(first, n)),
+            Table::State(w) => self.merged(*w)?.cells(column, first, n),
         }
     }
 
@@ -230,16 +263,19 @@ impl ArrayTree {
 
     /// `cells.csv`'s header row (names of every field); empty for `values.txt`.
     fn csv_header(&self, node: &Node) -> Result<Vec<u8>> {
-        let Node::CellsCsv(f) = node else {
+        let Some(TextFile {
+            table,
+            column: None,
+        }) = text_file(node)
+        else {
             return Ok(Vec::new());
         };
-        let (_, meta) = self.meta(*f)?;
         let mut out = Vec::new();
-        for (k, field) in meta.fields.iter().enumerate() {
+        for (k, (name, _)) in self.table_columns(&table)?.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            text::csv_field(&mut out, names::encode(&field.name).as_bytes());
+            text::csv_field(&mut out, name.as_bytes());
         }
         out.push(b'\n');
         Ok(out)
@@ -247,45 +283,70 @@ impl ArrayTree {
 
     /// The text of block `b`: its cells one per line, or its rows of `cells.csv`.
     fn render_block(&self, node: &Node, b: u64) -> Result<Vec<u8>> {
+        let file = text_file(node).ok_or_else(|| Error::IsDirectory(format!("{node:?}")))?;
         let mut out = Vec::new();
         let first = b * BLOCK_CELLS;
-        match node {
-            Node::Text(f, i) => {
-                let (cells, datatype) = self.with_field(*f, *i, |r| {
-                    Ok((r.cells(first, BLOCK_CELLS)?, r.field.datatype))
-                })?;
-                let mut cell = Vec::new();
-                for k in 0..cells.len() {
-                    cell_text(&mut cell, &cells, k, datatype);
+        let types = self.table_columns(&file.table)?;
+        let columns: Vec<usize> = match file.column {
+            Some(i) => vec![i],
+            None => (0..types.len()).collect(),
+        };
+        let columns = columns
+            .into_iter()
+            .map(|i| {
+                let t = types.get(i).map(|(_, t)| *t).unwrap_or(Datatype::UInt8);
+                Ok((self.table_cells(&file.table, i, first, BLOCK_CELLS)?, t))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rows = columns.first().map_or(0, |(c, _)| c.len());
+        let mut cell = Vec::new();
+        for row in 0..rows {
+            for (k, (cells, datatype)) in columns.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                cell_text(&mut cell, cells, row, *datatype);
+                if file.column.is_some() {
                     out.extend_from_slice(&cell);
-                    out.push(b'\n');
+                } else {
+                    text::csv_field(&mut out, &cell);
                 }
             }
-            Node::CellsCsv(f) => {
-                let (_, meta) = self.meta(*f)?;
-                let columns = (0..meta.fields.len())
-                    .map(|i| {
-                        self.with_field(*f, i, |r| {
-                            Ok((r.cells(first, BLOCK_CELLS)?, r.field.datatype))
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let rows = columns.first().map_or(0, |(c, _)| c.len());
-                let mut cell = Vec::new();
-                for row in 0..rows {
-                    for (k, (cells, datatype)) in columns.iter().enumerate() {
-                        if k > 0 {
-                            out.push(b',');
-                        }
-                        cell_text(&mut cell, cells, row, *datatype);
-                        text::csv_field(&mut out, &cell);
-                    }
-                    out.push(b'\n');
-                }
-            }
-            other => return Err(Error::IsDirectory(format!("{other:?}"))),
+            out.push(b'\n');
         }
         Ok(out)
+    }
+}
+
+/// The cells a text file shows.
+pub(super) enum Table {
+    Fragment(FragmentId),
+    /// The merged array at a timestamp (`None`: latest).
+    State(Option<u64>),
+}
+
+/// A text file: one column of a table (`values.txt`), or all of them (`cells.csv`).
+pub(super) struct TextFile {
+    pub table: Table,
+    pub column: Option<usize>,
+}
+
+pub(super) fn text_file(node: &Node) -> Option<TextFile> {
+    let (table, column) = match *node {
+        Node::Text(f, i) => (Table::Fragment(f), Some(i)),
+        Node::CellsCsv(f) => (Table::Fragment(f), None),
+        Node::MText(w, i) => (Table::State(w), Some(i)),
+        Node::MCells(w) => (Table::State(w), None),
+        _ => return None,
+    };
+    Some(TextFile { table, column })
+}
+
+/// `latest` or `at/<T>`.
+pub(super) fn state_dir(w: Option<u64>) -> String {
+    match w {
+        None => "latest".to_string(),
+        Some(t) => format!("at/{t}"),
     }
 }
 

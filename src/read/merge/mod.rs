@@ -1,0 +1,579 @@
+//! The array as TileDB reads it at a timestamp: every visible fragment merged with
+//! TileDB's rules (`docs/DESIGN.md`, "Merged view"), served as the cells of one array.
+//!
+//! Everything is expressed as **runs**: output cells `[c, c + n)` come from cells of
+//! one fragment (`cell`, `cell + stride`, ...) or are fill. A dense array's runs follow
+//! from geometry alone ([`dense`]); a sparse array's from a k-way merge of its fragments
+//! in global order ([`sparse`]). Every file (values, offsets, validity) is read by
+//! gathering its runs from the fragments' own raw files, so only the chunks that supply
+//! a read's cells are decoded.
+
+pub mod dense;
+pub mod order;
+pub mod sparse;
+
+use std::sync::Arc;
+
+use crate::array::field::FieldRole;
+use crate::array::fragment::{Fragment, FragmentMeta};
+use crate::array::{Array, SchemaFile, LEGACY_SCHEMA};
+use crate::error::{Error, Place, Result};
+use crate::format::name::TimestampedName;
+use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
+use crate::format::Datatype;
+use crate::lazy::Lazy;
+
+use super::cells::Cells;
+use super::{RawFile, ReadEngine};
+
+/// Output cells rendered or indexed together: the var-size index keeps one entry per
+/// block (8 bytes per 4096 cells per var field), the sparse merge one checkpoint.
+pub const BLOCK: u64 = 4096;
+
+/// A visible fragment.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub fragment: Arc<Fragment>,
+    pub meta: Arc<FragmentMeta>,
+    /// Visible only in part: its cells stamped after the timestamp are not (a
+    /// consolidated fragment with per-cell timestamps, opened inside its range).
+    pub partial: bool,
+}
+
+/// Where cells of the output come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// Index into the sources; `None`: fill values.
+    pub source: Option<usize>,
+    /// The source's first cell, and the step between its cells.
+    pub cell: u64,
+    pub stride: u64,
+    pub count: u64,
+}
+
+/// A field of the merged array: a dimension or attribute of the schema at the timestamp.
+#[derive(Debug, Clone)]
+pub struct MergedField {
+    pub name: String,
+    pub role: FieldRole,
+    pub datatype: Datatype,
+    pub cell_val_num: u32,
+    pub nullable: bool,
+    /// What a cell no fragment wrote holds (one cell), and its validity.
+    pub fill: Vec<u8>,
+    pub fill_valid: bool,
+    /// Per source, the index of this field among the source's fields (by name); `None`
+    /// where the fragment predates the field (schema evolution): fill.
+    sources: Vec<Option<usize>>,
+}
+
+impl MergedField {
+    pub fn is_var(&self) -> bool {
+        self.cell_val_num == VAR_NUM
+    }
+
+    /// Bytes per cell of a fixed-size field.
+    pub fn cell_size(&self) -> u64 {
+        if self.is_var() {
+            8
+        } else {
+            u64::from(self.cell_val_num) * self.datatype.size()
+        }
+    }
+}
+
+enum Shape {
+    Dense(dense::DenseLayout),
+    Sparse(sparse::SparseMerge),
+}
+
+/// The array at one timestamp.
+pub struct Merged {
+    /// The timestamp (ms since the epoch); `None`: now.
+    pub at: Option<u64>,
+    pub schema_name: String,
+    pub schema: Arc<ArraySchema>,
+    pub sources: Vec<Source>,
+    pub fields: Vec<MergedField>,
+    engine: Arc<ReadEngine>,
+    shape: Shape,
+    /// Per field: where each block of its var-size values starts, and the total.
+    var_index: Vec<Lazy<Arc<Vec<u64>>>>,
+}
+
+/// The schema TileDB opens the array with at `at`: the last schema file, in name
+/// order, whose end timestamp is not after it.
+fn schema_at(array: &Array, at: u64) -> &SchemaFile {
+    let mut named: Vec<&SchemaFile> = array
+        .schemas
+        .iter()
+        .filter(|s| s.name != LEGACY_SCHEMA)
+        .collect();
+    named.sort_by(|a, b| a.name.cmp(&b.name));
+    named
+        .iter()
+        .rev()
+        .find(|s| TimestampedName::parse(&s.name).is_none_or(|t| t.t2 <= at))
+        .or(named.last())
+        .copied()
+        .unwrap_or_else(|| array.latest_schema())
+}
+
+impl Merged {
+    /// The array as TileDB reads it at `at` (`None`: now), reading through `engine`.
+    pub fn open(engine: Arc<ReadEngine>, array: &Array, at: Option<u64>) -> Result<Merged> {
+        let t = at.unwrap_or(u64::MAX);
+        let place = || Place::file(array.location());
+        if let Some(upd) = array
+            .condition_commits
+            .iter()
+            .find(|c| c.is_update && c.timestamp <= t)
+        {
+            return Err(Error::corrupt(
+                place(),
+                format!(
+                    "{}: an update commit; the merged view does not apply updates",
+                    upd.rel_path
+                ),
+            ));
+        }
+        let schema_file = schema_at(array, t);
+        let schema = schema_file.schema.clone();
+        // Visible fragments, oldest first by (t1, name): the later wins.
+        // A replaced fragment shows until the consolidation that replaced it does.
+        let mut candidates: Vec<(&Arc<Fragment>, Option<u64>)> = array
+            .fragments
+            .iter()
+            .map(|f| (f, None))
+            .chain(array.replaced.iter().map(|(f, hidden)| (f, Some(*hidden))))
+            .filter(|(f, hidden)| f.timestamps.t1 <= t && hidden.is_none_or(|h| h > t))
+            .collect();
+        candidates
+            .sort_by(|(a, _), (b, _)| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
+        let mut sources = Vec::new();
+        for (fragment, _) in candidates {
+            let meta = fragment.meta(&array.schemas)?;
+            // Its cells must be there before its domain is merged into the array's.
+            meta.check_tile_count()?;
+            let whole = fragment.timestamps.t2 <= t;
+            // Cells carry their own timestamps from format 15 (t.tdb of format 14 is
+            // ignored: such a fragment is invisible until its end).
+            let stamped = meta.footer.has_timestamps && meta.footer.version >= 15;
+            if whole || stamped {
+                sources.push(Source {
+                    fragment: fragment.clone(),
+                    meta,
+                    partial: !whole,
+                });
+            }
+        }
+        let fields = merged_fields(&schema, &sources);
+        let shape = if schema.array_type == ArrayType::Dense {
+            Shape::Dense(
+                dense::DenseLayout::new(&schema, &sources)
+                    .map_err(|r| Error::corrupt(place(), r))?,
+            )
+        } else {
+            Shape::Sparse(sparse::SparseMerge::new(
+                &schema,
+                &sources,
+                t,
+                array,
+                engine.clone(),
+            )?)
+        };
+        let var_index = fields.iter().map(|_| Lazy::default()).collect();
+        Ok(Merged {
+            at,
+            schema_name: schema_file.name.clone(),
+            schema,
+            sources,
+            fields,
+            engine,
+            shape,
+            var_index,
+        })
+    }
+
+    pub fn is_dense(&self) -> bool {
+        matches!(self.shape, Shape::Dense(_))
+    }
+
+    /// Cells of the merged array (a sparse array's are counted by one merge pass).
+    pub fn cell_count(&self) -> Result<u64> {
+        match &self.shape {
+            Shape::Dense(d) => Ok(d.cell_count()),
+            Shape::Sparse(s) => s.cell_count(self),
+        }
+    }
+
+    /// Dense: the number of cells along each dimension of the non-empty domain.
+    pub fn shape(&self) -> Option<Vec<u64>> {
+        match &self.shape {
+            Shape::Dense(d) => Some(d.extents()),
+            Shape::Sparse(_) => None,
+        }
+    }
+
+    /// The non-empty domain: per dimension the low and high value's bytes; `None` when
+    /// nothing is visible. (The union of the visible fragments' domains, as TileDB's
+    /// `nonempty_domain`: a partly visible fragment counts whole.)
+    pub fn non_empty_domain(&self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out: Option<Vec<(Vec<u8>, Vec<u8>)>> = None;
+        let cmp = |d: usize, a: &[u8], b: &[u8]| -> std::cmp::Ordering {
+            let t = self.schema.dimensions[d].datatype;
+            if self.schema.dimensions[d].is_var() || t.is_string() {
+                a.cmp(b)
+            } else if t.is_float() {
+                let f = |x: &[u8]| match t {
+                    Datatype::Float32 => f32::from_le_bytes(x.try_into().unwrap_or([0; 4])) as f64,
+                    _ => f64::from_le_bytes(x.try_into().unwrap_or([0; 8])),
+                };
+                f(a).total_cmp(&f(b))
+            } else {
+                crate::format::datatype::decode_int(a, t)
+                    .cmp(&crate::format::datatype::decode_int(b, t))
+            }
+        };
+        for s in &self.sources {
+            let domain = &s.meta.footer.non_empty_domain;
+            if domain.len() != self.schema.dimensions.len() || s.meta.cell_count() == 0 {
+                continue;
+            }
+            match &mut out {
+                None => out = Some(domain.clone()),
+                Some(acc) => {
+                    for (d, ((lo, hi), (l, h))) in acc.iter_mut().zip(domain).enumerate() {
+                        if cmp(d, l, lo).is_lt() {
+                            *lo = l.clone();
+                        }
+                        if cmp(d, h, hi).is_gt() {
+                            *hi = h.clone();
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The runs of output cells `[first, first + n)` (clipped to the cell count).
+    pub fn runs(&self, first: u64, n: u64) -> Result<Vec<Run>> {
+        match &self.shape {
+            Shape::Dense(d) => Ok(d.runs(first, n)),
+            Shape::Sparse(s) => s.runs(self, first, n),
+        }
+    }
+
+    /// Whether the cells are counted already (dense: always, from the domain).
+    pub fn counted(&self) -> bool {
+        match &self.shape {
+            Shape::Dense(_) => true,
+            Shape::Sparse(s) => s.counted(),
+        }
+    }
+
+    /// The size of a raw file of field `f` if it is known without a pass over cells.
+    pub fn known_size(&self, f: usize, file: RawFile) -> Option<u64> {
+        let field = self.fields.get(f)?;
+        let var_values = file == RawFile::Values && field.is_var();
+        if !self.counted() || (var_values && !self.var_index[f].is_loaded()) {
+            return None;
+        }
+        self.size(f, file).ok()
+    }
+
+    /// Exact size of a raw file of field `f`.
+    pub fn size(&self, f: usize, file: RawFile) -> Result<u64> {
+        let field = self.field(f)?;
+        let cells = self.cell_count()?;
+        Ok(match file {
+            RawFile::Values if field.is_var() => *self.var_starts(f)?.last().unwrap_or(&0),
+            RawFile::Values => cells.saturating_mul(field.cell_size()),
+            RawFile::Offsets => cells.saturating_mul(8),
+            RawFile::Validity => cells,
+        })
+    }
+
+    fn field(&self, f: usize) -> Result<&MergedField> {
+        self.fields
+            .get(f)
+            .ok_or_else(|| Error::NotFound(format!("field #{f}")))
+    }
+
+    /// Appends bytes `[offset, offset + len)` of a raw file of field `f` (clipped to its
+    /// size) to `out`.
+    pub fn read_into(
+        &self,
+        f: usize,
+        file: RawFile,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
+        let size = self.size(f, file)?;
+        let end = offset.saturating_add(len).min(size);
+        if offset >= end {
+            return Ok(());
+        }
+        match file {
+            RawFile::Values if field.is_var() => self.read_var_bytes(f, offset, end, out),
+            RawFile::Offsets => {
+                let (a, b) = (offset / 8, end.div_ceil(8));
+                let starts = self.cell_starts(f, a, b - a)?;
+                let bytes: Vec<u8> = starts.iter().flat_map(|s| s.to_le_bytes()).collect();
+                let from = (offset - a * 8) as usize;
+                out.extend_from_slice(&bytes[from..from + (end - offset) as usize]);
+                Ok(())
+            }
+            _ => {
+                let per = match file {
+                    RawFile::Validity => 1,
+                    _ => field.cell_size(),
+                };
+                let (a, b) = (offset / per, end.div_ceil(per));
+                let before = out.len();
+                self.gather_fixed(f, file, a, b - a, out)?;
+                // Cut to the bytes asked for (a read need not start at a cell).
+                let skip = (offset - a * per) as usize;
+                out.drain(before..before + skip);
+                out.truncate(before + (end - offset) as usize);
+                Ok(())
+            }
+        }
+    }
+
+    /// Appends the values (or validity bytes) of cells `[first, first + n)` of a
+    /// fixed-size field to `out`, straight from the fragments' files.
+    fn gather_fixed(
+        &self,
+        f: usize,
+        file: RawFile,
+        first: u64,
+        n: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
+        let validity = file == RawFile::Validity;
+        if let (Shape::Dense(d), FieldRole::Dimension, false) = (&self.shape, field.role, validity)
+        {
+            d.coordinates(f, field.datatype, first, n, out);
+            return Ok(());
+        }
+        let per = if validity {
+            1
+        } else {
+            field.cell_size() as usize
+        };
+        for run in self.runs(first, n)? {
+            let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
+            let Some((s, i)) = source_field else {
+                let one: &[u8] = if validity {
+                    if field.fill_valid {
+                        &[1]
+                    } else {
+                        &[0]
+                    }
+                } else {
+                    &field.fill
+                };
+                for _ in 0..run.count {
+                    out.extend_from_slice(&one[..per.min(one.len())]);
+                    // A fill shorter than a cell (never, for schemas TileDB writes) is
+                    // padded so sizes stay exact.
+                    out.resize(out.len() + per.saturating_sub(one.len()), 0);
+                }
+                continue;
+            };
+            let source = &self.sources[s];
+            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+            if validity && !reader.field.nullable {
+                out.resize(out.len() + run.count as usize, 1);
+                continue;
+            }
+            let raw = if validity {
+                RawFile::Validity
+            } else {
+                RawFile::Values
+            };
+            let per = per as u64;
+            if run.stride == 1 {
+                reader.read_into(raw, run.cell * per, run.count * per, out)?;
+            } else {
+                let span = (run.count - 1) * run.stride + 1;
+                let bytes = reader.read(raw, run.cell * per, span * per)?;
+                for k in 0..run.count {
+                    let at = (k * run.stride * per) as usize;
+                    out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
+                        Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
+                    })?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Cells `[first, first + n)` of field `f`, with their validity.
+    pub fn cells(&self, f: usize, first: u64, n: u64) -> Result<Cells> {
+        let field = self.field(f)?;
+        let n = n.min(self.cell_count()?.saturating_sub(first));
+        let validity = if field.nullable {
+            let mut v = Vec::new();
+            self.gather_fixed(f, RawFile::Validity, first, n, &mut v)?;
+            Some(v)
+        } else {
+            None
+        };
+        if !field.is_var() {
+            let mut values = Vec::new();
+            self.gather_fixed(f, RawFile::Values, first, n, &mut values)?;
+            return Ok(Cells::fixed(
+                first,
+                values,
+                field.cell_size() as usize,
+                validity,
+            ));
+        }
+        let mut values = Vec::new();
+        let mut bounds = vec![0u64];
+        for run in self.runs(first, n)? {
+            let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
+            let Some((s, i)) = source_field else {
+                for _ in 0..run.count {
+                    values.extend_from_slice(&field.fill);
+                    bounds.push(values.len() as u64);
+                }
+                continue;
+            };
+            let source = &self.sources[s];
+            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+            let mut take = |cells: Cells| {
+                for k in 0..cells.len() {
+                    values.extend_from_slice(cells.value(k));
+                    bounds.push(values.len() as u64);
+                }
+            };
+            if run.stride == 1 {
+                take(reader.cells(run.cell, run.count)?);
+            } else {
+                for k in 0..run.count {
+                    take(reader.cells(run.cell + k * run.stride, 1)?);
+                }
+            }
+        }
+        Ok(Cells::var(first, values, bounds, validity))
+    }
+
+    /// Where each block of [`BLOCK`] cells of var field `f` starts in its `values.bin`,
+    /// and the total at the end: one pass over the cells' offsets, kept.
+    fn var_starts(&self, f: usize) -> Result<Arc<Vec<u64>>> {
+        self.var_index[f].get_or_load(|| {
+            let cells = self.cell_count()?;
+            let mut starts = Vec::with_capacity(cells.div_ceil(BLOCK) as usize + 1);
+            let mut total = 0u64;
+            let mut first = 0;
+            while first < cells {
+                starts.push(total);
+                let n = BLOCK.min(cells - first);
+                let block = self.cells(f, first, n)?;
+                total += block
+                    .bounds
+                    .as_ref()
+                    .and_then(|b| b.last())
+                    .copied()
+                    .unwrap_or(0);
+                first += n;
+            }
+            starts.push(total);
+            Ok(Arc::new(starts))
+        })
+    }
+
+    /// The start of cells `[first, first + n)` in the var field's `values.bin`.
+    fn cell_starts(&self, f: usize, first: u64, n: u64) -> Result<Vec<u64>> {
+        let index = self.var_starts(f)?;
+        let mut out = Vec::with_capacity(n as usize);
+        let mut cell = first;
+        while cell < first + n {
+            let block = cell / BLOCK;
+            let block_first = block * BLOCK;
+            let base = index.get(block as usize).copied().unwrap_or(0);
+            let upto = (block_first + BLOCK).min(first + n);
+            let cells = self.cells(f, block_first, upto - block_first)?;
+            let bounds = cells.bounds.unwrap_or_default();
+            for c in cell..upto {
+                out.push(base + bounds.get((c - block_first) as usize).copied().unwrap_or(0));
+            }
+            cell = upto;
+        }
+        Ok(out)
+    }
+
+    /// Appends bytes `[offset, end)` of var field `f`'s `values.bin`.
+    fn read_var_bytes(&self, f: usize, offset: u64, end: u64, out: &mut Vec<u8>) -> Result<()> {
+        let index = self.var_starts(f)?;
+        let blocks = index.len().saturating_sub(1);
+        let cells = self.cell_count()?;
+        let mut pos = offset;
+        while pos < end {
+            let b = index[..blocks]
+                .partition_point(|&s| s <= pos)
+                .saturating_sub(1);
+            let (start, stop) = (index[b], index[b + 1]);
+            let first = b as u64 * BLOCK;
+            let block = self.cells(f, first, BLOCK.min(cells - first))?;
+            if block.values.len() as u64 != stop - start {
+                return Err(Error::corrupt(
+                    Place::file(format!("{}/values.bin", self.fields[f].name)),
+                    "a block of var-size values changed size since it was counted",
+                ));
+            }
+            let to = end.min(stop);
+            out.extend_from_slice(&block.values[(pos - start) as usize..(to - start) as usize]);
+            pos = to;
+        }
+        Ok(())
+    }
+}
+
+/// The fields of the schema at the timestamp, each matched to the sources' fields.
+fn merged_fields(schema: &ArraySchema, sources: &[Source]) -> Vec<MergedField> {
+    let find = |name: &str, role: FieldRole| -> Vec<Option<usize>> {
+        sources
+            .iter()
+            .map(|s| {
+                s.meta
+                    .fields
+                    .iter()
+                    .position(|f| f.name == name && f.role == role)
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for d in &schema.dimensions {
+        out.push(MergedField {
+            name: d.name.clone(),
+            role: FieldRole::Dimension,
+            datatype: d.datatype,
+            cell_val_num: d.cell_val_num,
+            nullable: false,
+            fill: Vec::new(),
+            fill_valid: true,
+            sources: find(&d.name, FieldRole::Dimension),
+        });
+    }
+    for a in &schema.attributes {
+        out.push(MergedField {
+            name: a.name.clone(),
+            role: FieldRole::Attribute,
+            datatype: a.datatype,
+            cell_val_num: a.cell_val_num,
+            nullable: a.nullable,
+            fill: a.fill_value.clone(),
+            fill_valid: a.fill_value_validity,
+            sources: find(&a.name, FieldRole::Attribute),
+        });
+    }
+    out
+}

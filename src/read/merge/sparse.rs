@@ -1,0 +1,648 @@
+//! Sparse arrays: the visible fragments' cells merged in global order (a k-way merge:
+//! each fragment stores its cells in that order), with TileDB's rules:
+//!
+//! - a partly visible fragment (per-cell timestamps) shows only cells stamped `<= T`;
+//! - without duplicates, one version per coordinate: the newest by (cell timestamp, or
+//!   the fragment's first timestamp where it has none; then fragment order; then the
+//!   first stored, which a consolidated fragment keeps newest first);
+//! - then that version is dropped if its `__delete_timestamps` stamp is `<= T`, or if a
+//!   delete committed at or before `T` (and not after the version) matches it: a `.del`
+//!   stores the negated condition, a cell is kept where it holds, and a comparison with
+//!   a NULL is false. An older version never reappears.
+//!
+//! The merge streams: memory is a block of cells per fragment. One counting pass keeps a
+//! checkpoint (each fragment's position) every [`BLOCK`] output cells, so a read of any
+//! cells restarts from the nearest one.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::array::generic_tile::decode_generic_tile;
+use crate::array::Array;
+use crate::error::{Error, Place, Result};
+use crate::format::condition::{parse_delete_condition, Combination, Condition, Op, ValueNode};
+use crate::format::datatype::decode_int;
+use crate::format::schema::ArraySchema;
+use crate::format::Datatype;
+use crate::lazy::Lazy;
+use crate::read::cells::Cells;
+use crate::read::ReadEngine;
+
+use super::order::GlobalOrder;
+use super::{Merged, Run, Source, BLOCK};
+
+/// A delete that applies at the timestamp.
+#[derive(Debug)]
+struct Delete {
+    /// The commit's file name, as fragments list the conditions they already applied.
+    name: String,
+    timestamp: u64,
+    /// As stored: the negation of the user's condition (cells where it holds stay).
+    keep: Condition,
+}
+
+#[derive(Debug, Clone)]
+struct Checkpoint {
+    /// The output cell the merge is at.
+    out: u64,
+    /// Each source's position.
+    positions: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct Index {
+    cells: u64,
+    checkpoints: Vec<Checkpoint>,
+}
+
+pub struct SparseMerge {
+    order: GlobalOrder,
+    at: u64,
+    dups: bool,
+    deletes: Vec<Delete>,
+    /// Names of the fields the deletes test, with their datatypes.
+    tested: Vec<(String, Datatype, bool)>,
+    index: Lazy<Arc<Index>>,
+}
+
+impl SparseMerge {
+    pub fn new(
+        schema: &ArraySchema,
+        sources: &[Source],
+        at: u64,
+        array: &Array,
+        _engine: Arc<ReadEngine>,
+    ) -> Result<SparseMerge> {
+        let order = GlobalOrder::new(schema)
+            .map_err(|r| Error::corrupt(Place::file(array.location()), r))?;
+        let mut deletes = Vec::new();
+        for c in array
+            .condition_commits
+            .iter()
+            .filter(|c| !c.is_update && c.timestamp <= at)
+        {
+            let place = Place::file(c.rel_path.as_str());
+            let bytes = c.bytes(&*array.store)?;
+            let (_, payload) = decode_generic_tile(&bytes, array.options.key, &place)?;
+            let keep = parse_delete_condition(&payload).map_err(|e| Error::format(place, e))?;
+            deletes.push(Delete {
+                name: c
+                    .rel_path
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(&c.rel_path)
+                    .to_string(),
+                timestamp: c.timestamp,
+                keep,
+            });
+        }
+        let mut tested: Vec<(String, Datatype, bool)> = Vec::new();
+        for d in &deletes {
+            collect_fields(&d.keep, &mut |name| {
+                if tested.iter().any(|(n, ..)| n == name) {
+                    return;
+                }
+                let field = schema
+                    .dimensions
+                    .iter()
+                    .map(|d| (&d.name, d.datatype, d.is_var()))
+                    .chain(
+                        schema
+                            .attributes
+                            .iter()
+                            .map(|a| (&a.name, a.datatype, a.is_var())),
+                    )
+                    .find(|(n, ..)| *n == name);
+                if let Some((n, t, var)) = field {
+                    tested.push((n.clone(), t, var));
+                }
+            });
+        }
+        let _ = sources;
+        Ok(SparseMerge {
+            order,
+            at,
+            dups: schema.allows_dups,
+            deletes,
+            tested,
+            index: Lazy::default(),
+        })
+    }
+
+    pub fn counted(&self) -> bool {
+        self.index.is_loaded()
+    }
+
+    /// Cells of the merged array: one counting pass (kept).
+    pub fn cell_count(&self, merged: &Merged) -> Result<u64> {
+        Ok(self.index(merged)?.cells)
+    }
+
+    fn index(&self, merged: &Merged) -> Result<Arc<Index>> {
+        self.index.get_or_load(|| {
+            let mut stream = Stream::new(self, merged, &vec![0; merged.sources.len()])?;
+            let mut checkpoints = Vec::new();
+            let mut out = 0u64;
+            let mut next_checkpoint = 0u64;
+            loop {
+                if out >= next_checkpoint {
+                    checkpoints.push(Checkpoint {
+                        out,
+                        positions: stream.positions(),
+                    });
+                    next_checkpoint = (out / BLOCK + 1) * BLOCK;
+                }
+                match stream.next_group(&mut |_, _| out += 1)? {
+                    true => {}
+                    false => break,
+                }
+            }
+            Ok(Arc::new(Index {
+                cells: out,
+                checkpoints,
+            }))
+        })
+    }
+
+    /// Where output cells `[first, first + n)` come from.
+    pub fn runs(&self, merged: &Merged, first: u64, n: u64) -> Result<Vec<Run>> {
+        let index = self.index(merged)?;
+        let end = first.saturating_add(n).min(index.cells);
+        let mut runs: Vec<Run> = Vec::new();
+        if first >= end {
+            return Ok(runs);
+        }
+        let k = index
+            .checkpoints
+            .partition_point(|c| c.out <= first)
+            .saturating_sub(1);
+        let Some(start) = index.checkpoints.get(k) else {
+            return Ok(runs);
+        };
+        let mut stream = Stream::new(self, merged, &start.positions)?;
+        let mut out = start.out;
+        while out < end {
+            let more = stream.next_group(&mut |source, cell| {
+                if out >= first && out < end {
+                    match runs.last_mut() {
+                        Some(r) if r.source == Some(source) && r.cell + r.count == cell => {
+                            r.count += 1
+                        }
+                        _ => runs.push(Run {
+                            source: Some(source),
+                            cell,
+                            stride: 1,
+                            count: 1,
+                        }),
+                    }
+                }
+                out += 1;
+            })?;
+            if !more {
+                break;
+            }
+        }
+        Ok(runs)
+    }
+}
+
+/// Calls `f` with every field name a condition tests.
+fn collect_fields(c: &Condition, f: &mut impl FnMut(&str)) {
+    match c {
+        Condition::Value(v) => f(&v.field),
+        Condition::Expr { children, .. } => {
+            for child in children {
+                collect_fields(child, f);
+            }
+        }
+    }
+}
+
+/// A block of one source's cells: what the merge looks at.
+struct Block {
+    first: u64,
+    /// Per dimension.
+    coords: Vec<Cells>,
+    timestamps: Option<Vec<u64>>,
+    delete_timestamps: Option<Vec<u64>>,
+    /// Per tested field (`None`: the fragment has no such field: its cells are NULL).
+    tested: Vec<Option<Cells>>,
+}
+
+struct Cursor {
+    pos: u64,
+    end: u64,
+    block: Option<Block>,
+    /// The fragment's timestamp for cells that carry none.
+    t1: u64,
+    partial: bool,
+}
+
+/// The merge from given positions on.
+struct Stream<'a> {
+    merge: &'a SparseMerge,
+    merged: &'a Merged,
+    cursors: Vec<Cursor>,
+    /// Indexes into `cursors` of those not at their end, a binary min-heap by cell.
+    heap: Vec<usize>,
+    /// Per source: the names of the deletes it already applied (consolidation did).
+    processed: Vec<Vec<String>>,
+}
+
+fn u64s(cells: &Cells) -> Vec<u64> {
+    cells
+        .values
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+impl<'a> Stream<'a> {
+    fn new(merge: &'a SparseMerge, merged: &'a Merged, positions: &[u64]) -> Result<Stream<'a>> {
+        let mut cursors = Vec::with_capacity(merged.sources.len());
+        let mut processed = Vec::with_capacity(merged.sources.len());
+        for (s, source) in merged.sources.iter().enumerate() {
+            cursors.push(Cursor {
+                pos: positions.get(s).copied().unwrap_or(0),
+                end: source.meta.cell_count(),
+                block: None,
+                t1: source.fragment.timestamps.t1,
+                partial: source.partial,
+            });
+            processed.push(if merge.deletes.is_empty() {
+                Vec::new()
+            } else {
+                source
+                    .meta
+                    .processed_conditions()?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|p| p.rsplit('/').next().unwrap_or(&p).to_string())
+                    .collect()
+            });
+        }
+        let mut stream = Stream {
+            merge,
+            merged,
+            cursors,
+            heap: Vec::new(),
+            processed,
+        };
+        for c in 0..stream.cursors.len() {
+            if stream.settle(c)? {
+                stream.heap_push(c);
+            }
+        }
+        Ok(stream)
+    }
+
+    fn positions(&self) -> Vec<u64> {
+        self.cursors.iter().map(|c| c.pos).collect()
+    }
+
+    /// Loads the block holding cursor `c`'s position and skips the cells it cannot
+    /// show (stamped after the timestamp); whether it has a cell.
+    fn settle(&mut self, c: usize) -> Result<bool> {
+        loop {
+            let cursor = &self.cursors[c];
+            if cursor.pos >= cursor.end {
+                return Ok(false);
+            }
+            let loaded = cursor.block.as_ref().is_some_and(|b| {
+                cursor.pos >= b.first
+                    && cursor.pos < b.first + b.coords.first().map_or(0, |c| c.len() as u64)
+            });
+            if !loaded {
+                let block = self.load(c, cursor.pos)?;
+                self.cursors[c].block = Some(block);
+            }
+            let cursor = &self.cursors[c];
+            if cursor.partial && self.timestamp(c) > self.merge.at {
+                self.cursors[c].pos += 1;
+                continue;
+            }
+            return Ok(true);
+        }
+    }
+
+    fn load(&self, c: usize, first: u64) -> Result<Block> {
+        let source = &self.merged.sources[c];
+        let engine = &self.merged.engine;
+        let fields = &source.meta.fields;
+        let find = |name: &str| fields.iter().position(|f| f.name == name);
+        let read = |i: usize| -> Result<Cells> {
+            engine
+                .field(&source.fragment, &source.meta, i)?
+                .cells(first, BLOCK)
+        };
+        let mut coords = Vec::new();
+        for d in &self.merged.schema.dimensions {
+            let i = fields
+                .iter()
+                .position(|f| {
+                    f.name == d.name && f.role == crate::array::field::FieldRole::Dimension
+                })
+                .ok_or_else(|| {
+                    Error::corrupt(
+                        source.fragment.place(),
+                        format!("no dimension {} in this fragment", d.name),
+                    )
+                })?;
+            coords.push(read(i)?);
+        }
+        let timestamps = match find("__timestamps") {
+            Some(i) if source.meta.footer.version >= 15 => Some(u64s(&read(i)?)),
+            _ => None,
+        };
+        let delete_timestamps = match find("__delete_timestamps") {
+            Some(i) => Some(u64s(&read(i)?)),
+            None => None,
+        };
+        let tested = self
+            .merge
+            .tested
+            .iter()
+            .map(|(name, ..)| find(name).map(read).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Block {
+            first,
+            coords,
+            timestamps,
+            delete_timestamps,
+            tested,
+        })
+    }
+
+    /// The timestamp of cursor `c`'s cell: its own, or its fragment's first.
+    fn timestamp(&self, c: usize) -> u64 {
+        let cursor = &self.cursors[c];
+        let Some(block) = &cursor.block else {
+            return cursor.t1;
+        };
+        block
+            .timestamps
+            .as_ref()
+            .and_then(|t| t.get((cursor.pos - block.first) as usize).copied())
+            .unwrap_or(cursor.t1)
+    }
+
+    fn coord(&self, c: usize, d: usize) -> &[u8] {
+        let cursor = &self.cursors[c];
+        match &cursor.block {
+            Some(b) => b.coords[d].value((cursor.pos - b.first) as usize),
+            None => &[],
+        }
+    }
+
+    fn cmp(&self, a: usize, b: usize) -> Ordering {
+        self.merge
+            .order
+            .cmp(|d| self.coord(a, d), |d| self.coord(b, d))
+            // Equal cells: the older fragment first (the merge looks at all of them).
+            .then(a.cmp(&b))
+    }
+
+    fn same_cell(&self, a: usize, b: usize) -> bool {
+        (0..self.merged.schema.dimensions.len()).all(|d| self.coord(a, d) == self.coord(b, d))
+    }
+
+    fn heap_push(&mut self, c: usize) {
+        self.heap.push(c);
+        let mut i = self.heap.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.cmp(self.heap[i], self.heap[parent]).is_lt() {
+                self.heap.swap(i, parent);
+                i = parent;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn heap_pop(&mut self) -> Option<usize> {
+        if self.heap.is_empty() {
+            return None;
+        }
+        let top = self.heap.swap_remove(0);
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < self.heap.len() && self.cmp(self.heap[l], self.heap[least]).is_lt() {
+                least = l;
+            }
+            if r < self.heap.len() && self.cmp(self.heap[r], self.heap[least]).is_lt() {
+                least = r;
+            }
+            if least == i {
+                break;
+            }
+            self.heap.swap(i, least);
+            i = least;
+        }
+        Some(top)
+    }
+
+    /// The next coordinate: every version of it, from every source; calls `emit` with
+    /// (source, cell) for what the array shows there. `false` at the end.
+    fn next_group(&mut self, emit: &mut impl FnMut(usize, u64)) -> Result<bool> {
+        let Some(first) = self.heap_pop() else {
+            return Ok(false);
+        };
+        // Every version: the popped cursor's run of equal cells, and the other cursors
+        // whose cell is the same.
+        let mut versions: Vec<Version> = Vec::new();
+        let mut group = vec![first];
+        while let Some(&top) = self.heap.first() {
+            if self.same_cell(top, first) {
+                self.heap_pop();
+                group.push(top);
+            } else {
+                break;
+            }
+        }
+        // The reference coordinates, copied (cursors move below).
+        let dims = self.merged.schema.dimensions.len();
+        let reference: Vec<Vec<u8>> = (0..dims).map(|d| self.coord(first, d).to_vec()).collect();
+        for &c in &group {
+            loop {
+                versions.push(self.version(c)?);
+                self.cursors[c].pos += 1;
+                if !self.settle(c)? {
+                    break;
+                }
+                let same = (0..dims).all(|d| self.coord(c, d) == reference[d].as_slice());
+                if !same {
+                    self.heap_push(c);
+                    break;
+                }
+            }
+        }
+        if self.merge.dups {
+            for v in versions.iter().filter(|v| v.shown) {
+                emit(v.source, v.cell);
+            }
+        } else {
+            // The newest: by timestamp, then fragment order; among equals the first
+            // stored (versions of one fragment come newest first).
+            let winner = versions.iter().enumerate().max_by(|(i, a), (j, b)| {
+                (a.timestamp, a.source)
+                    .cmp(&(b.timestamp, b.source))
+                    .then(j.cmp(i))
+            });
+            if let Some((_, v)) = winner {
+                if v.shown {
+                    emit(v.source, v.cell);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Cursor `c`'s current cell as a version: its timestamp, and whether it survives
+    /// its delete timestamp and the deletes.
+    fn version(&self, c: usize) -> Result<Version> {
+        let cursor = &self.cursors[c];
+        let timestamp = self.timestamp(c);
+        let block = cursor.block.as_ref();
+        let k = block.map_or(0, |b| (cursor.pos - b.first) as usize);
+        let deleted_at = block
+            .and_then(|b| b.delete_timestamps.as_ref())
+            .and_then(|d| d.get(k).copied())
+            .unwrap_or(u64::MAX);
+        // u64::MAX: never deleted (also at the latest state, whose timestamp is u64::MAX).
+        let mut shown = deleted_at == u64::MAX || deleted_at > self.merge.at;
+        if shown {
+            for d in &self.merge.deletes {
+                if d.timestamp < timestamp || self.processed[c].contains(&d.name) {
+                    continue;
+                }
+                let Some(block) = block else { break };
+                if !self.holds(&d.keep, block, k)? {
+                    shown = false;
+                    break;
+                }
+            }
+        }
+        Ok(Version {
+            source: c,
+            cell: cursor.pos,
+            timestamp,
+            shown,
+        })
+    }
+
+    /// Whether condition `c` holds for cell `k` of `block` (a NULL compares false).
+    fn holds(&self, c: &Condition, block: &Block, k: usize) -> Result<bool> {
+        Ok(match c {
+            Condition::Expr { op, children } => match op {
+                Combination::And => {
+                    for child in children {
+                        if !self.holds(child, block, k)? {
+                            return Ok(false);
+                        }
+                    }
+                    true
+                }
+                Combination::Or => {
+                    for child in children {
+                        if self.holds(child, block, k)? {
+                            return Ok(true);
+                        }
+                    }
+                    false
+                }
+                Combination::Not => match children.first() {
+                    Some(child) => !self.holds(child, block, k)?,
+                    None => true,
+                },
+            },
+            Condition::Value(v) => self.compare(v, block, k)?,
+        })
+    }
+
+    fn compare(&self, v: &ValueNode, block: &Block, k: usize) -> Result<bool> {
+        let Some(f) = self.merge.tested.iter().position(|(n, ..)| *n == v.field) else {
+            return Err(Error::corrupt(
+                Place::file(v.field.as_str()),
+                "a delete tests a field the array does not have",
+            ));
+        };
+        let (_, datatype, var) = &self.merge.tested[f];
+        let Some(cells) = &block.tested[f] else {
+            // The fragment predates the field: its cells are NULL there.
+            return Ok(matches!(v.op, Op::AlwaysTrue));
+        };
+        if !cells.is_valid(k) {
+            return Ok(matches!(v.op, Op::AlwaysTrue));
+        }
+        let value = cells.value(k);
+        let cmp = |member: &[u8]| -> Result<Ordering> {
+            if !var && member.len() != value.len() {
+                return Err(Error::corrupt(
+                    Place::file(v.field.as_str()),
+                    format!(
+                        "a delete compares {} with a value of {} bytes, its cells have {}",
+                        v.field,
+                        member.len(),
+                        value.len()
+                    ),
+                ));
+            }
+            Ok(compare_values(*datatype, *var, value, member))
+        };
+        Ok(match v.op {
+            Op::Lt => cmp(&v.value)?.is_lt(),
+            Op::Le => cmp(&v.value)?.is_le(),
+            Op::Gt => cmp(&v.value)?.is_gt(),
+            Op::Ge => cmp(&v.value)?.is_ge(),
+            Op::Eq => cmp(&v.value)?.is_eq(),
+            Op::Ne => cmp(&v.value)?.is_ne(),
+            Op::In | Op::NotIn => {
+                let members = v.members().ok_or_else(|| {
+                    Error::corrupt(
+                        Place::file(v.field.as_str()),
+                        "a set whose offsets do not fit",
+                    )
+                })?;
+                let mut found = false;
+                for m in members {
+                    if cmp(m)?.is_eq() {
+                        found = true;
+                        break;
+                    }
+                }
+                found == (v.op == Op::In)
+            }
+            Op::AlwaysTrue => true,
+            Op::AlwaysFalse => false,
+        })
+    }
+}
+
+/// Compares a cell's value with a condition's, by the field's datatype.
+fn compare_values(t: Datatype, var: bool, a: &[u8], b: &[u8]) -> Ordering {
+    if var || t.is_string() || matches!(t, Datatype::Char | Datatype::Blob) {
+        return a.cmp(b);
+    }
+    if t.is_float() {
+        let f = |x: &[u8]| match t {
+            Datatype::Float32 => f32::from_le_bytes(x.try_into().unwrap_or([0; 4])) as f64,
+            _ => f64::from_le_bytes(x.try_into().unwrap_or([0; 8])),
+        };
+        return f(a).partial_cmp(&f(b)).unwrap_or(Ordering::Less);
+    }
+    match (decode_int(a, t), decode_int(b, t)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => a.cmp(b),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Version {
+    source: usize,
+    cell: u64,
+    timestamp: u64,
+    shown: bool,
+}

@@ -1,0 +1,229 @@
+//! The merged view (`latest/`, `at/<T>/`): every read TileDB made of every array (its
+//! `<array>.merged.json`: the latest state and every fragment timestamp) equals what
+//! fragfs serves, byte for byte: the repo's fixtures, the feature fixtures that cover each
+//! rule, and the whole shared corpus when it is beside the repo.
+
+mod common;
+
+use common::*;
+use fragfs::view::FileTree;
+
+/// Checks every array of `arrays`; failures listed, not stopping at the first.
+fn check_all(arrays: &[(std::path::PathBuf, serde_json::Value)]) -> (usize, Vec<String>) {
+    let mut reads = 0;
+    let mut failures = Vec::new();
+    for (array, merged) in arrays {
+        let key = merged["encryption"]["key"].as_str().map(String::from);
+        let expected = serde_json::json!({"encryption": {"key": key}});
+        let result = open_view(array, &expected)
+            .map_err(|e| format!("open: {e}"))
+            .and_then(|tree| check_merged(&tree, merged));
+        match result {
+            Ok(n) => reads += n,
+            Err(e) => failures.push(format!("{}: {e}", array.display())),
+        }
+    }
+    (reads, failures)
+}
+
+#[test]
+fn fixtures_read_merged_as_tiledb_reads_them() {
+    let mut arrays = merged_files(&fixtures());
+    arrays.extend(merged_files(&features()));
+    assert!(arrays.len() >= 30, "{} merged.json files", arrays.len());
+    let (reads, failures) = check_all(&arrays);
+    println!("{} arrays, {reads} reads", arrays.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn shared_corpus_reads_merged_as_tiledb_reads_it() {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return;
+    };
+    let mut arrays = Vec::new();
+    for v in std::fs::read_dir(&corpus).unwrap() {
+        arrays.extend(merged_files(&v.unwrap().path()));
+    }
+    assert_eq!(arrays.len(), 525);
+    let (reads, failures) = check_all(&arrays);
+    println!("{} arrays, {reads} reads", arrays.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// GDAL (Debian's gdal-bin, which has no TileDB driver) opens `values.bin` of a dense 2-D
+/// or 3-D attribute through its `values.hdr`: the size, bands and type it reports are the
+/// array's, and what it translates is exactly the merged values (checked against TileDB's
+/// read above).
+#[test]
+fn gdal_opens_dense_rasters_through_their_envi_headers() {
+    use common::mounting::*;
+    if !fuse_available("GDAL on the merged view") {
+        return;
+    }
+    if !tool_available("gdalinfo", "GDAL (scripts/test.sh installs gdal-bin)") {
+        return;
+    }
+    let cases = [
+        ("merge_dense_overlap", vec!["i32", "f64", "n"], (8, 6, 1)),
+        ("merge_dense_3d", vec!["u16", "f32"], (4, 4, 3)),
+    ];
+    for (name, attrs, (samples, lines, bands)) in cases {
+        let (array, expected) = feature(name);
+        let m = InProcess::new(&array, &expected, 16 << 20, 2);
+        for attr in attrs {
+            let dir = m.path().join("latest").join(attr);
+            let bin = dir.join("values.bin");
+            assert!(
+                dir.join("values.hdr").is_file(),
+                "{name}/{attr}: no values.hdr"
+            );
+            let info = run_ok(std::process::Command::new("gdalinfo").arg(&bin));
+            assert!(
+                info.contains("Driver: ENVI/ENVI")
+                    && info.contains(&format!("Size is {samples}, {lines}")),
+                "{name}/{attr}:\n{info}"
+            );
+            assert_eq!(
+                info.matches("\nBand ").count(),
+                bands,
+                "{name}/{attr}:\n{info}"
+            );
+            let out = tempfile::tempdir().unwrap();
+            let copy = out.path().join("copy.bin");
+            run_ok(
+                std::process::Command::new("gdal_translate")
+                    .args(["-q", "-of", "ENVI"])
+                    .arg(&bin)
+                    .arg(&copy),
+            );
+            assert_eq!(
+                std::fs::read(&copy).unwrap(),
+                std::fs::read(&bin).unwrap(),
+                "{name}/{attr}: GDAL's copy differs from the values"
+            );
+        }
+        // No header where GDAL has nothing to read: var-size attributes, dimensions.
+        assert!(!m.path().join("latest/s/values.hdr").exists() || name != "merge_dense_overlap");
+        assert!(!m
+            .path()
+            .join("latest")
+            .join(if name == "merge_dense_3d" { "x" } else { "r" })
+            .join("values.hdr")
+            .exists());
+    }
+}
+
+/// `at/` lists the timestamps where the array changed; any other timestamp opens by
+/// name; a name that is not a timestamp is not there.
+#[test]
+fn at_lists_change_timestamps_and_opens_any_other() {
+    let (array, expected) = feature("merge_sparse_overlap");
+    let tree = open_view(&array, &expected).unwrap();
+    let at = tree.resolve("at").unwrap();
+    let listed: Vec<String> = tree.list(at).unwrap().into_iter().map(|e| e.name).collect();
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(array.with_extension("merged.json")).unwrap())
+            .unwrap();
+    for read in merged["reads"].as_array().unwrap() {
+        if let Some(t) = read["timestamp"].as_u64() {
+            assert!(
+                listed.contains(&t.to_string()),
+                "at/ lists {listed:?}, not {t}"
+            );
+        }
+    }
+    // A timestamp never listed: the state as of then (here: before the first write, so
+    // empty; and far in the future: as latest).
+    let before = tree.resolve("at/0/read.json").unwrap();
+    let info: serde_json::Value =
+        serde_json::from_slice(&read_all(&tree, before).unwrap()).unwrap();
+    assert_eq!(info["cell_count"], 0);
+    let future = tree.resolve("at/99999999999999/read.json").unwrap();
+    let latest = tree.resolve("latest/read.json").unwrap();
+    let cells = |node| {
+        let v: serde_json::Value = serde_json::from_slice(&read_all(&tree, node).unwrap()).unwrap();
+        v["cell_count"].clone()
+    };
+    assert_eq!(cells(future), cells(latest));
+    for bad in ["abc", "-1", "01", "1.5"] {
+        let err = tree.resolve(&format!("at/{bad}")).unwrap_err();
+        assert_eq!(err.errno(), libc::ENOENT, "at/{bad}");
+    }
+}
+
+/// A read of `latest/` decodes only the chunks of the fragments that supply its cells:
+/// of cells several fragments wrote, the newest's.
+#[test]
+fn a_merged_read_decodes_only_the_newest_fragments_chunks() {
+    let (array, expected) = feature("merge_dense_overlap");
+    let tree = open_view(&array, &expected).unwrap();
+    let node = tree.resolve("latest/i32/values.bin").unwrap();
+    let size = tree.size(node).unwrap();
+    assert_eq!(tree.chunks_decoded(), 0, "sizes decode nothing");
+    // One cell, then the whole file: the whole file needs every fragment that supplies
+    // a cell; one cell needs at most its own fragment's chunk.
+    tree.read_at(node, 0, 4).unwrap();
+    let one = tree.chunks_decoded();
+    assert!(one <= 1, "one cell decoded {one} chunks");
+    read_all(&tree, node).unwrap();
+    assert!(tree.chunks_decoded() >= one);
+    assert!(size > 0);
+}
+
+/// A corrupt tile in one fragment: the merged files that need it fail (EIO, naming the
+/// fragment), the others are still served.
+#[test]
+fn a_corrupt_tile_fails_the_merged_files_that_need_it_only() {
+    let (array, expected) = feature("merge_dense_overlap");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("a");
+    copy_dir(&array, &copy);
+    // The newest fragment's f64 file, its data bytes cut short.
+    let newest = expected["fragments"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let dir = copy.join(newest["fragment_dir"].as_str().unwrap());
+    let f64_file = newest["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "f64")
+        .unwrap()["files"]["data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bytes = std::fs::read(dir.join(&f64_file)).unwrap();
+    std::fs::write(dir.join(&f64_file), &bytes[..bytes.len() / 2]).unwrap();
+    let tree = open_view(&copy, &expected).unwrap();
+    let bad = tree.resolve("latest/f64/values.bin").unwrap();
+    let err = read_all(&tree, bad).unwrap_err();
+    assert_eq!(err.errno(), libc::EIO);
+    let name = newest["fragment_dir"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+    assert!(err.to_string().contains(name), "{err}");
+    assert!(err.to_string().contains(&f64_file), "{err}");
+    // The other attributes, and the same one as it was before that fragment, read.
+    let good = tree.resolve("latest/i32/values.bin").unwrap();
+    assert!(read_all(&tree, good).is_ok());
+    let t = newest["timestamp_range"][0].as_u64().unwrap() - 1;
+    let before = tree.resolve(&format!("at/{t}/f64/values.bin")).unwrap();
+    assert!(read_all(&tree, before).is_ok());
+}
