@@ -2,12 +2,13 @@
 
 use std::fmt::Write;
 
-use crate::view::info::{ArrayInfo, FiloInfo, Info};
+use crate::view::info::{ArrayInfo, FiloInfo, GroupInfo, Info};
 use crate::view::text::iso_ms;
 
 pub fn render(info: &Info) -> String {
     match info {
         Info::Array(a) => render_array(a),
+        Info::Group(g) => render_group(g),
         Info::Filo(f) => render_filo(f),
     }
 }
@@ -99,8 +100,25 @@ fn render_array(a: &ArrayInfo) -> String {
         list(&versions),
         list(&a.schema_versions)
     );
-    if !a.conditions.is_empty() {
-        let _ = writeln!(out, "delete/update conditions  {}", a.conditions.join(", "));
+    if !a.deletes.is_empty() {
+        let _ = writeln!(out, "\ndeletes    {}", a.deletes.len());
+        for (commit, t, text) in &a.deletes {
+            let shown = match text {
+                Ok(c) => c.clone(),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            let _ = writeln!(out, "  at {t:<14} {shown}    ({commit})");
+        }
+    }
+    match &a.metadata {
+        Ok(m) if m.is_empty() => {}
+        Ok(m) => {
+            let _ = writeln!(out, "\nmetadata   {} keys", m.len());
+            render_metadata(&mut out, m);
+        }
+        Err(e) => {
+            let _ = writeln!(out, "\nmetadata   unreadable: {e}");
+        }
     }
     if a.ignored.is_empty() {
         let _ = writeln!(out, "ignored    nothing");
@@ -109,6 +127,43 @@ fn render_array(a: &ArrayInfo) -> String {
         for (dir, reason) in &a.ignored {
             let _ = writeln!(out, "  {dir}: {reason}");
         }
+    }
+    out
+}
+
+fn render_metadata(out: &mut String, m: &[(String, &'static str, String)]) {
+    let width = m.iter().map(|(k, ..)| k.chars().count()).max().unwrap_or(0);
+    for (k, t, v) in m {
+        let _ = writeln!(out, "  {k:<width$}  {t:<14} {v}");
+    }
+}
+
+fn render_group(g: &GroupInfo) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "group      {}", g.location);
+    let _ = writeln!(out, "\nmembers    {}", g.members.len());
+    let width = g
+        .members
+        .iter()
+        .map(|m| m.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    for m in &g.members {
+        let relative = if m.relative { "relative" } else { "absolute" };
+        let shown = match &m.not_shown_because {
+            None => String::new(),
+            Some(why) => format!("  (not shown: {why})"),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<6} {relative} {}{shown}",
+            m.name, m.kind, m.uri
+        );
+    }
+    if !g.metadata.is_empty() {
+        let _ = writeln!(out, "\nmetadata   {} keys", g.metadata.len());
+        render_metadata(&mut out, &g.metadata);
     }
     out
 }

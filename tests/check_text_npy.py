@@ -146,11 +146,12 @@ def in_served_order(folder, read, empty_var):
     (failing when one has no match): a multiset comparison."""
     fields = read["fields"]
     n = read["cell_num"]
-    lines = []
+    lines, labels = [], []
     for field in fields:
-        with open(os.path.join(folder, encode_name(field["name"]), "values.txt"),
-                  encoding="utf-8", newline="\n") as f:
+        fdir = os.path.join(folder, encode_name(field["name"]))
+        with open(os.path.join(fdir, "values.txt"), encoding="utf-8", newline="\n") as f:
             lines.append(f.read().split("\n")[:n])
+        labels.append(enumeration_labels(fdir))
 
     def value(field, j):
         if field.get("nullable") and field["validity"][j] == 0:
@@ -160,7 +161,7 @@ def in_served_order(folder, read, empty_var):
     used, order = [False] * n, []
     for i in range(n):
         for j in range(n):
-            if not used[j] and all(i < len(lines[k]) and check_line(lines[k][i], value(f, j), f, empty_var)
+            if not used[j] and all(i < len(lines[k]) and check_cell_text(lines[k][i], value(f, j), f, empty_var, labels[k])
                                    for k, f in enumerate(fields)):
                 used[j] = True
                 order.append(j)
@@ -178,6 +179,22 @@ def in_served_order(folder, read, empty_var):
     return out
 
 
+def enumeration_labels(fdir):
+    """The label lines of an enumerated attribute's enumeration/, or None."""
+    path = os.path.join(fdir, "enumeration", "values.txt")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", newline="\n") as f:
+        return f.read().split("\n")[:-1]
+
+
+def check_cell_text(line, value, field, empty_var, labels):
+    """values.txt shows an enumerated attribute's label, or the code outside it."""
+    if labels is not None and value is not None:
+        return line == (labels[value] if 0 <= value < len(labels) else str(value))
+    return check_line(line, value, field, empty_var)
+
+
 def check_folder(folder, fragment, empty_var, shape=None):
     cells = fragment["cell_num"]
     columns = []
@@ -192,10 +209,11 @@ def check_folder(folder, fragment, empty_var, shape=None):
         if lines[-1] != "" or len(lines) - 1 != cells:
             raise AssertionError("%s: values.txt has %d lines for %d cells" % (where, len(lines) - 1, cells))
         lines.pop()
+        labels = enumeration_labels(fdir)
         for i, (line, value) in enumerate(zip(lines, values)):
             if field.get("nullable") and field["validity"][i] == 0:
                 value = None
-            if not check_line(line, value, field, empty_var):
+            if not check_cell_text(line, value, field, empty_var, labels):
                 raise AssertionError("%s: values.txt line %d is %r for %r" % (where, i + 1, line, value))
         columns.append(lines)
         if field["cell_val_num"] != "var":

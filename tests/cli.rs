@@ -102,10 +102,54 @@ fn ls_l_and_cat_agree_on_sizes() {
                 out.stdout.ends_with(b"\n") && out.stdout.len() > 10,
                 "{path}"
             );
+        } else if size == 0
+            && (path.starts_with("latest/") || path.starts_with("at/"))
+            && path.ends_with("/values.bin")
+        {
+            // A merged var-size field's values: their total needs a pass over the
+            // offsets, so the listing shows 0 until a read learns it.
+            assert!(!out.stdout.is_empty(), "{path}");
         } else {
             assert_eq!(out.stdout.len(), size, "{path}");
         }
         files += 1;
     }
     assert!(files > 20, "{listing}");
+}
+
+#[test]
+fn info_ls_and_cat_accept_groups() {
+    let group = features().join("group_nested");
+    let g = group.to_str().unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(features().join("group_nested.group.json")).unwrap())
+            .unwrap();
+    let info = fragfs(&["info", g]);
+    assert!(info.starts_with("group"), "{info}");
+    let ls = fragfs(&["ls", g]);
+    let listed: Vec<&str> = ls.lines().collect();
+    for (name, member) in expected["root"]["members"].as_object().unwrap() {
+        assert!(info.contains(name.as_str()), "{info}");
+        // Members outside the group folder are in group.json, not folders.
+        let shown = !member["path_from_group"]
+            .as_str()
+            .unwrap()
+            .starts_with("..");
+        assert_eq!(listed.contains(&name.as_str()), shown, "{name}: {ls}");
+    }
+    // A nested member's own files, by path through the group.
+    let nested: serde_json::Value =
+        serde_json::from_str(&fragfs(&["cat", g, "level1/group.json"])).unwrap();
+    assert!(
+        nested["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "sparse_b"),
+        "{nested}"
+    );
+    let array = fragfs(&["cat", g, "dense_a/array.json"]);
+    assert!(array.contains("fragments"), "{array}");
+    let deep = fragfs(&["ls", g, "level1/level2"]);
+    assert!(deep.lines().any(|l| l == "leaf"), "{deep}");
 }

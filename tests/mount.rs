@@ -273,6 +273,34 @@ fn listing_and_stat_decode_nothing_and_ls_lr_shows_exact_sizes() {
     assert_eq!(du_bytes, total, "du -b counts exactly the files' sizes");
 }
 
+/// A text file's size, once shown, stays shown even when a small cache evicts what was
+/// rendered: the kernel trusts a size it was given for files opened since (page cache),
+/// so going back to 0 would cut their reads short.
+#[test]
+fn a_text_size_once_known_survives_eviction() {
+    let (array, expected) = fixture("dense_basic");
+    let view = ArrayTree::open_path(&array, options_for(&expected), 16 << 10).unwrap();
+    let texts: Vec<String> = view_files(&view)
+        .into_iter()
+        .filter(|f| is_text_file(f))
+        .collect();
+    assert!(texts.len() >= 4);
+    for f in &texts {
+        let ino = view.resolve(f).unwrap();
+        let whole = view.read(f).unwrap();
+        let st = view.stat(ino).unwrap();
+        assert!(st.exact_size && st.size == whole.len() as u64, "{f}");
+    }
+    // Everything was read through a 16 KiB cache: the early indexes are long evicted.
+    for f in &texts {
+        let st = view.stat(view.resolve(f).unwrap()).unwrap();
+        assert!(
+            st.exact_size && st.size > 0,
+            "{f} went back to an unknown size"
+        );
+    }
+}
+
 /// Text files whose size is not known yet (`stat` says 0, as for procfs files) are read
 /// whole by the tools people use on them, each on a fresh mount (so the size is still
 /// unknown when the tool opens the file): cat, cp, wc, head, tail, Python, numpy, pandas.

@@ -5,8 +5,10 @@ pub mod dense_grid;
 pub mod field;
 pub mod fragment;
 pub mod generic_tile;
+pub mod group;
 pub mod layout;
 pub mod liveness;
+pub mod metadata;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -69,6 +71,45 @@ impl ConditionCommit {
             None => Ok(Arc::new(store.read_all(&self.rel_path)?)),
         }
     }
+
+    /// The condition as stored: the negation of the user's (cells where it holds are
+    /// kept). An update's condition likewise.
+    pub fn stored_condition(
+        &self,
+        store: &dyn Store,
+        key: Option<[u8; 32]>,
+    ) -> Result<crate::format::condition::Condition> {
+        let place = Place::file(self.rel_path.as_str());
+        let bytes = self.bytes(store)?;
+        let (_, payload) = generic_tile::decode_generic_tile(&bytes, key, &place)?;
+        let parsed = if self.is_update {
+            crate::format::condition::parse_update(&payload).map(|u| u.condition)
+        } else {
+            crate::format::condition::parse_delete_condition(&payload)
+        };
+        parsed.map_err(|e| Error::format(place, e))
+    }
+
+    /// The user's condition as text (`v < 40`, `name = 'x' AND n IS NULL`), with values
+    /// typed by the fields of `schema`.
+    pub fn condition_text(
+        &self,
+        store: &dyn Store,
+        key: Option<[u8; 32]>,
+        schema: &ArraySchema,
+    ) -> Result<String> {
+        let stored = self.stored_condition(store, key)?;
+        let datatype_of = |name: &str| {
+            schema
+                .dimensions
+                .iter()
+                .map(|d| (&d.name, d.datatype))
+                .chain(schema.attributes.iter().map(|a| (&a.name, a.datatype)))
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t)
+        };
+        Ok(stored.negated().to_text(datatype_of))
+    }
 }
 
 /// A schema file of the array.
@@ -104,9 +145,14 @@ pub struct Array {
     by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
     by_name: HashMap<String, usize>,
+    /// Enumerations loaded so far, by file name (files never change).
+    enumerations: std::sync::Mutex<HashMap<String, Arc<crate::format::enumeration::Enumeration>>>,
 }
 
 pub const LEGACY_SCHEMA: &str = "__array_schema.tdb";
+
+/// Where enumeration files are (`01-array-layout.md` §9).
+pub const ENUMERATIONS_DIR: &str = "__schema/__enumerations";
 
 impl Array {
     /// Opens the array whose root is the root of `store`.
@@ -183,7 +229,7 @@ impl Array {
             .into_iter()
             .map(|r| (fragment(r.fragment), r.hidden_from))
             .collect();
-        let condition_commits = live
+        let mut condition_commits: Vec<ConditionCommit> = live
             .conditions
             .iter()
             .map(|(path, embedded)| ConditionCommit {
@@ -193,6 +239,8 @@ impl Array {
                 embedded: embedded.clone().map(Arc::new),
             })
             .collect();
+        condition_commits
+            .sort_by(|a, b| (a.timestamp, &a.rel_path).cmp(&(b.timestamp, &b.rel_path)));
         let by_id = fragments
             .iter()
             .enumerate()
@@ -214,6 +262,7 @@ impl Array {
             replaced,
             by_id,
             by_name,
+            enumerations: Default::default(),
         })
     }
 
@@ -241,6 +290,41 @@ impl Array {
             && schemas(self) == schemas(other)
             && self.ignored == other.ignored
             && self.conditions == other.conditions
+    }
+
+    /// The enumeration `name` of the schema `schema_name` (each schema names the files of
+    /// its enumerations; extending one writes a new file), loaded on first use.
+    pub fn enumeration(
+        &self,
+        schema: &ArraySchema,
+        name: &str,
+    ) -> Result<Arc<crate::format::enumeration::Enumeration>> {
+        let file = schema
+            .enumerations
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.file_name.clone())
+            .ok_or_else(|| {
+                Error::corrupt(
+                    Place::file("schema"),
+                    format!(
+                        "an attribute names enumeration {name}, which the schema does not list"
+                    ),
+                )
+            })?;
+        let mut cache = self.enumerations.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = cache.get(&file) {
+            return Ok(e.clone());
+        }
+        let rel = format!("{ENUMERATIONS_DIR}/{file}");
+        let place = Place::file(rel.as_str());
+        let bytes = self.store.read_all(&rel).map_err(|e| e.at(place.clone()))?;
+        let (_, payload) = generic_tile::decode_generic_tile(&bytes, self.options.key, &place)?;
+        let parsed = crate::format::enumeration::Enumeration::parse(&payload)
+            .map_err(|e| Error::format(place, e))?;
+        let parsed = Arc::new(parsed);
+        cache.insert(file, parsed.clone());
+        Ok(parsed)
     }
 
     pub fn latest_schema(&self) -> &SchemaFile {

@@ -73,10 +73,11 @@ pub enum Item {
 pub enum ViewItem {
     /// A rendered file at a generation of the tree (0 for files that never change).
     Rendered(u64),
-    /// Where each block of a text file starts, and its total size.
-    TextIndex,
-    /// The rendered text of one block of cells.
-    TextBlock(u64),
+    /// Where each block of a text file starts, and its total size, at a generation of
+    /// the tree (0 for files that never change).
+    TextIndex(u64),
+    /// The rendered text of one block of cells (generation, block).
+    TextBlock(u64, u64),
 }
 
 pub enum Cached {

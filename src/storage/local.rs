@@ -160,6 +160,14 @@ impl Store for LocalStore {
         self.root.display().to_string()
     }
 
+    fn uri(&self) -> String {
+        let absolute = self
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| self.root.clone());
+        format!("file://{}", absolute.display())
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<Listed>> {
         let path = self.path(prefix)?;
         let entries = match std::fs::read_dir(&path) {

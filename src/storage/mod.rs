@@ -52,6 +52,12 @@ pub trait Store: Send + Sync + Debug {
     /// Where the root is, for messages: a folder path, `s3://bucket/prefix`, `memory:...`.
     fn location(&self) -> String;
 
+    /// The root as an absolute URI, as TileDB writes the absolute URIs of group members
+    /// (`file:///data/g`, `s3://bucket/g`): to tell whether such a member lives inside.
+    fn uri(&self) -> String {
+        self.location()
+    }
+
     /// The entries directly under the folder `prefix` (`""` is the root), sorted by
     /// name. A missing folder is empty. Symbolic links are never listed.
     fn list(&self, prefix: &str) -> Result<Vec<Listed>>;

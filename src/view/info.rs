@@ -13,8 +13,41 @@ use super::tiledb::json::non_empty_domain;
 
 #[derive(Debug, Clone)]
 pub enum Info {
-    Array(ArrayInfo),
+    Array(Box<ArrayInfo>),
+    Group(GroupInfo),
     Filo(FiloInfo),
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupInfo {
+    pub location: String,
+    pub members: Vec<MemberInfo>,
+    /// `(key, datatype, value as JSON)`.
+    pub metadata: Vec<(String, &'static str, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemberInfo {
+    pub name: String,
+    pub kind: &'static str,
+    pub uri: String,
+    pub relative: bool,
+    pub not_shown_because: Option<String>,
+}
+
+/// Metadata as lines for `info`: key, datatype, value as JSON.
+pub fn metadata_lines(
+    map: &std::collections::BTreeMap<Vec<u8>, crate::format::metadata::MetadataValue>,
+) -> Vec<(String, &'static str, String)> {
+    map.iter()
+        .map(|(k, v)| {
+            (
+                String::from_utf8_lossy(k).into_owned(),
+                v.datatype.name(),
+                super::value::metadata(v).to_string(),
+            )
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -33,6 +66,11 @@ pub struct ArrayInfo {
     pub conditions: Vec<String>,
     /// Folders not shown, and why: `(folder, reason)`.
     pub ignored: Vec<(String, String)>,
+    /// Deletes and updates: commit, timestamp, the condition as text or why it cannot
+    /// be read.
+    pub deletes: Vec<(String, u64, Result<String, String>)>,
+    /// The array's metadata (or why it cannot be read).
+    pub metadata: Result<Vec<(String, &'static str, String)>, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +203,19 @@ impl ArrayInfo {
                 .iter()
                 .map(|i| (i.rel_dir.clone(), i.reason.clone()))
                 .collect(),
+            deletes: array
+                .condition_commits
+                .iter()
+                .map(|c| {
+                    let text = c
+                        .condition_text(&*array.store, array.options.key, &latest.schema)
+                        .map_err(|e| e.to_string());
+                    (c.rel_path.clone(), c.timestamp, text)
+                })
+                .collect(),
+            metadata: crate::array::metadata::load_metadata(&*array.store, array.options.key)
+                .map(|m| metadata_lines(&m))
+                .map_err(|e| e.to_string()),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! mount and the command line serve the same bytes.
 
 pub mod filo;
+pub mod group;
 pub mod info;
 pub mod names;
 pub mod nodes;
@@ -20,10 +21,12 @@ use std::time::Duration;
 use crate::array::{Array, OpenOptions};
 use crate::error::{Error, Result};
 use crate::filo::{ColumnType, FormatVersion, MANIFEST_FILE};
+use crate::format::group::{sniff_object_type, ObjectType};
 use crate::storage::local::LocalPath;
 use crate::storage::{LocalStore, Store};
 
 pub use filo::FiloTree;
+pub use group::GroupTree;
 pub use info::Info;
 pub use nodes::{Ino, ROOT};
 pub use tiledb::ArrayTree;
@@ -196,6 +199,11 @@ pub fn open_store(
         .any(|e| e.name == MANIFEST_FILE && !e.is_folder())
     {
         return Ok(Arc::new(FiloTree::open_fragment(store, cache_size)?));
+    }
+    let entries = root.iter().map(|e| (e.name.as_str(), e.is_folder()));
+    if sniff_object_type(entries) == ObjectType::Group {
+        let engine = Arc::new(crate::read::ReadEngine::new(cache_size));
+        return Ok(Arc::new(GroupTree::open(store, options, engine)?));
     }
     let array = Array::open(store, options)?;
     Ok(Arc::new(ArrayTree::new(array, cache_size)))

@@ -74,3 +74,69 @@ pub fn sum(bytes: &[u8; 8], t: Datatype) -> Value {
 pub fn range(lo: &[u8], hi: &[u8], t: Datatype) -> Value {
     json!([cell(lo, t), cell(hi, t)])
 }
+
+/// A metadata value as `metadata.json` shows it: text for CHAR and strings (base64 when
+/// not UTF-8), base64 for BLOB and other raw bytes, booleans for BOOL, a number for
+/// one element and a list for any other count (NaN and infinities as strings).
+pub fn metadata(v: &crate::format::metadata::MetadataValue) -> Value {
+    let t = v.datatype;
+    if t.is_string() || matches!(t, Datatype::Char | Datatype::GeomWkt) {
+        return match std::str::from_utf8(&v.bytes) {
+            Ok(s) => json!(s),
+            Err(_) => json!({ "base64": base64(&v.bytes) }),
+        };
+    }
+    if matches!(t, Datatype::Blob | Datatype::GeomWkb | Datatype::Any) {
+        return json!(base64(&v.bytes));
+    }
+    let size = (t.size() as usize).max(1);
+    let one = |c: &[u8]| match t {
+        Datatype::Bool => json!(c.first().copied().unwrap_or(0) != 0),
+        _ => element(c, t),
+    };
+    let values: Vec<Value> = v.bytes.chunks_exact(size).map(one).collect();
+    match values.as_slice() {
+        [single] if v.count == 1 => single.clone(),
+        _ => Value::Array(values),
+    }
+}
+
+/// Standard base64 (RFC 4648, with padding).
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648() {
+        for (raw, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(raw.as_bytes()), enc);
+        }
+    }
+}

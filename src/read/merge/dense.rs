@@ -161,6 +161,40 @@ impl DenseLayout {
         out
     }
 
+    /// Where the cells of `region` (a box, per dimension its first and last coordinate)
+    /// come from, in row-major order; cells no visible fragment wrote (outside the
+    /// domain too) are fill. A Zarr chunk is such a box: one space tile.
+    pub fn region_runs(&self, region: &[(i128, i128)]) -> Vec<Run> {
+        let mut out = Vec::new();
+        if region.len() != self.dims || region.iter().any(|&(lo, hi)| lo > hi) {
+            return out;
+        }
+        let last = self.dims - 1;
+        let len = (region[last].1 - region[last].0 + 1) as u64;
+        let mut row: Vec<i128> = region.iter().map(|&(lo, _)| lo).collect();
+        loop {
+            self.row_runs(&row, len, &mut out);
+            // The next row: an odometer over every dimension but the last.
+            let mut d = last;
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                if row[d] < region[d].1 {
+                    row[d] += 1;
+                    break;
+                }
+                row[d] = region[d].0;
+            }
+        }
+    }
+
+    /// The domains of the visible fragments that wrote cells.
+    pub fn written_domains(&self) -> impl Iterator<Item = &[(i128, i128)]> {
+        self.sources.iter().flatten().map(|s| &s.domain[..])
+    }
+
     /// Runs for `len` cells from `coords` along the last dimension.
     fn row_runs(&self, coords: &[i128], len: u64, out: &mut Vec<Run>) {
         let last = coords.len() - 1;

@@ -51,6 +51,31 @@ pub struct Run {
     pub count: u64,
 }
 
+/// The cells `[first, first + n)` of the output `runs` stand for.
+fn trim_runs(runs: Vec<Run>, first: u64, n: u64) -> Vec<Run> {
+    let end = first.saturating_add(n);
+    let mut at = 0u64;
+    let mut out = Vec::new();
+    for run in runs {
+        let (a, b) = (at, at + run.count);
+        at = b;
+        let (lo, hi) = (a.max(first), b.min(end));
+        if lo >= hi {
+            if a >= end {
+                break;
+            }
+            continue;
+        }
+        let skip = lo - a;
+        out.push(Run {
+            cell: run.cell + skip * run.stride,
+            count: hi - lo,
+            ..run
+        });
+    }
+    out
+}
+
 /// A field of the merged array: a dimension or attribute of the schema at the timestamp.
 #[derive(Debug, Clone)]
 pub struct MergedField {
@@ -102,7 +127,8 @@ pub struct Merged {
 }
 
 /// The schema TileDB opens the array with at `at`: the last schema file, in name
-/// order, whose end timestamp is not after it.
+/// order, whose end timestamp is not after it; when none is that old, the first one
+/// (`__array_schema.tdb` first), so fragments older than every schema still open.
 fn schema_at(array: &Array, at: u64) -> &SchemaFile {
     let mut named: Vec<&SchemaFile> = array
         .schemas
@@ -110,12 +136,14 @@ fn schema_at(array: &Array, at: u64) -> &SchemaFile {
         .filter(|s| s.name != LEGACY_SCHEMA)
         .collect();
     named.sort_by(|a, b| a.name.cmp(&b.name));
+    let legacy = array.schemas.iter().find(|s| s.name == LEGACY_SCHEMA);
     named
         .iter()
         .rev()
         .find(|s| TimestampedName::parse(&s.name).is_none_or(|t| t.t2 <= at))
-        .or(named.last())
         .copied()
+        .or(legacy)
+        .or(named.first().copied())
         .unwrap_or_else(|| array.latest_schema())
 }
 
@@ -361,12 +389,54 @@ impl Merged {
             d.coordinates(f, field.datatype, first, n, out);
             return Ok(());
         }
+        self.gather_runs(f, validity, self.runs(first, n)?, out)
+    }
+
+    /// Dense arrays: cells `[first, first + n)`, in row-major order, of the box
+    /// `region` (per dimension its first and last coordinate; it may reach outside the
+    /// non-empty domain, whose cells are fill) of fixed-size attribute `f`: its values,
+    /// or its validity bytes.
+    pub fn region_into(
+        &self,
+        f: usize,
+        validity: bool,
+        region: &[(i128, i128)],
+        first: u64,
+        n: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let Shape::Dense(d) = &self.shape else {
+            return Err(Error::NotFound("a box of a sparse array".into()));
+        };
+        let runs = trim_runs(d.region_runs(region), first, n);
+        self.gather_runs(f, validity, runs, out)
+    }
+
+    /// Dense arrays: the domains of the visible fragments that wrote cells (the boxes
+    /// a Zarr chunk must meet to exist).
+    pub fn written_domains(&self) -> Vec<Vec<(i128, i128)>> {
+        match &self.shape {
+            Shape::Dense(d) => d.written_domains().map(<[_]>::to_vec).collect(),
+            Shape::Sparse(_) => Vec::new(),
+        }
+    }
+
+    /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
+    /// field `f`.
+    fn gather_runs(
+        &self,
+        f: usize,
+        validity: bool,
+        runs: Vec<Run>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
         let per = if validity {
             1
         } else {
             field.cell_size() as usize
         };
-        for run in self.runs(first, n)? {
+        for run in runs {
             let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
             let Some((s, i)) = source_field else {
                 let one: &[u8] = if validity {

@@ -8,6 +8,7 @@ use crate::array::fragment::FragmentMeta;
 use crate::array::layout;
 use crate::array::{Array, Fragment};
 use crate::error::Result;
+use crate::format::datatype::decode_int;
 use crate::format::fragment_metadata::TileBounds;
 use crate::format::schema::{ArraySchema, CurrentDomain, VAR_NUM};
 use crate::format::{Filter, FilterPipeline};
@@ -123,7 +124,9 @@ pub fn schema(name: &str, s: &ArraySchema) -> Value {
         .map(|l| {
             json!({"dimension_index": l.dimension_index, "name": l.name, "uri": l.uri,
                    "uri_is_relative": l.uri_is_relative, "attribute_name": l.attribute_name,
-                   "order": l.order, "datatype": l.datatype.name(),
+                   "order": l.order,
+                   "order_name": match l.order { 1 => "increasing", 2 => "decreasing", _ => "unordered" },
+                   "datatype": l.datatype.name(),
                    "cell_val_num": cell_val_num(l.cell_val_num), "is_external": l.is_external})
         })
         .collect();
@@ -255,7 +258,17 @@ fn bounds(b: &TileBounds, k: usize, meta: &FragmentMeta, f: &crate::array::field
 /// Per field and tile: where it is on disk, its sizes, cells, chunks and statistics
 /// (v11+), the first and last coordinates in global order (v23+ sparse); per fragment
 /// the statistics (v12+), the processed delete/update conditions (v16+) and the R-tree.
-pub fn tiles(engine: &ReadEngine, fragment: &Fragment, meta: &FragmentMeta) -> Result<Value> {
+/// `labels`: the enumeration of each enumerated attribute (by field index): each of its
+/// tiles says how many codes fall outside it.
+pub fn tiles(
+    engine: &ReadEngine,
+    fragment: &Fragment,
+    meta: &FragmentMeta,
+    labels: &std::collections::HashMap<
+        usize,
+        std::sync::Arc<crate::format::enumeration::Enumeration>,
+    >,
+) -> Result<Value> {
     let mut fields = Map::new();
     let fragment_stats = meta.fragment_stats()?;
     let mut statistics = Map::new();
@@ -324,6 +337,29 @@ pub fn tiles(engine: &ReadEngine, fragment: &Fragment, meta: &FragmentMeta) -> R
                     .map(|n| json!(n))
                     .unwrap_or(Value::Null),
             );
+            if let Some(e) = labels.get(&index) {
+                // The tile's min and max settle it without decoding when both are codes
+                // of the enumeration: only tiles that may hold others are read.
+                let bound = |b: &TileBounds| {
+                    b.get(
+                        k as usize,
+                        false,
+                        f.cell_size() as usize,
+                        meta.tile_count as usize,
+                    )
+                    .and_then(|bytes| decode_int(bytes, f.datatype))
+                };
+                let inside =
+                    |c: Option<i128>| c.is_some_and(|c| c >= 0 && (c as u128) < e.len() as u128);
+                let outside = match inside(bound(&min)) && inside(bound(&max)) {
+                    true => 0,
+                    false => {
+                        let cells = reader.cells(k * meta.cells_per_tile, meta.tile_cells(k))?;
+                        super::enums::codes_outside(e, f.datatype, &cells)
+                    }
+                };
+                t.insert("codes_outside_enumeration".into(), json!(outside));
+            }
             if !global_min.is_empty() {
                 let k = k as usize;
                 t.insert("global_order_min".into(), bounds(&global_min, k, meta, f));
@@ -406,5 +442,50 @@ pub fn array(array: &Array) -> Value {
         "fragments": fragments,
         "ignored": array.ignored.iter().map(|i| json!({"dir": i.rel_dir, "reason": i.reason})).collect::<Vec<_>>(),
         "delete_and_update_conditions": array.conditions,
+        "deletes": conditions(array),
     })
+}
+
+/// Every delete and update commit: when, and the condition as the user wrote it (an
+/// unreadable one says why, never guessed).
+pub fn conditions(array: &Array) -> Vec<Value> {
+    let schema = &array.latest_schema().schema;
+    array
+        .condition_commits
+        .iter()
+        .map(|c| {
+            let mut m = Map::new();
+            m.insert("commit".into(), json!(c.rel_path));
+            m.insert("timestamp".into(), json!(c.timestamp));
+            m.insert(
+                "kind".into(),
+                json!(if c.is_update { "update" } else { "delete" }),
+            );
+            m.insert(
+                "in_consolidated_commits".into(),
+                json!(c.embedded.is_some()),
+            );
+            match c.condition_text(&*array.store, array.options.key, schema) {
+                Ok(text) => m.insert("condition".into(), json!(text)),
+                Err(e) => m.insert("unreadable".into(), json!(e.to_string())),
+            };
+            Value::Object(m)
+        })
+        .collect()
+}
+
+/// `metadata.json`: `{key: {"datatype": ..., "value": ...}}` (see [`value::metadata`]).
+pub fn metadata(
+    map: &std::collections::BTreeMap<Vec<u8>, crate::format::metadata::MetadataValue>,
+) -> Value {
+    Value::Object(
+        map.iter()
+            .map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    json!({"datatype": v.datatype.name(), "value": value::metadata(v)}),
+                )
+            })
+            .collect(),
+    )
 }

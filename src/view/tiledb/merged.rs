@@ -104,6 +104,10 @@ impl ArrayTree {
                 if envi_type(&merged, *i).is_some() {
                     out.push(e("values.hdr", Node::MHdr(*w, *i)));
                 }
+                let of = super::FieldOf::State(*w, *i);
+                if self.field_enumeration_name(&of)?.is_some() {
+                    out.push(e("enumeration", Node::Enum(of)));
+                }
                 out
             }
             other => return Err(Error::NotDirectory(format!("{other:?}"))),

@@ -3,6 +3,7 @@
 //! per-field files. Bytes come from the [`ReadEngine`]; this module only decides what is
 //! where.
 
+mod enums;
 pub mod json;
 mod merged;
 mod textfiles;
@@ -28,6 +29,8 @@ use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INT
 enum Node {
     Root,
     ArrayJson,
+    /// `metadata.json`: the array's metadata.
+    MetadataJson,
     SchemaJson,
     SchemasDir,
     /// `schemas/<name>.json`, by schema file name.
@@ -57,6 +60,31 @@ enum Node {
     MText(Option<u64>, usize),
     /// `values.hdr`: an ENVI header of a dense raster attribute.
     MHdr(Option<u64>, usize),
+    /// `labels/`: the dimension labels, each an array of its own.
+    LabelsDir,
+    /// The root of dimension label `l`'s tree.
+    Label(usize),
+    /// Node `ino` of dimension label `l`'s tree.
+    LabelInner(usize, Ino),
+    /// `enumeration/` of an enumerated attribute's folder.
+    Enum(FieldOf),
+    EnumFile(FieldOf, EnumFile),
+}
+
+/// A field folder: of a fragment, or of a merged state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum FieldOf {
+    Fragment(FragmentId, usize),
+    State(Option<u64>, usize),
+}
+
+/// The files of `enumeration/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum EnumFile {
+    Values,
+    Offsets,
+    Text,
+    Json,
 }
 
 impl Node {
@@ -71,6 +99,9 @@ impl Node {
                 | Node::AtDir
                 | Node::State(_)
                 | Node::MField(..)
+                | Node::Enum(_)
+                | Node::LabelsDir
+                | Node::Label(_)
         )
     }
 
@@ -92,7 +123,9 @@ impl Node {
             | Node::Field(f, _)
             | Node::Raw(f, ..)
             | Node::Npy(f, _)
-            | Node::Text(f, _) => Some(f),
+            | Node::Text(f, _)
+            | Node::Enum(FieldOf::Fragment(f, _))
+            | Node::EnumFile(FieldOf::Fragment(f, _), _) => Some(f),
             _ => None,
         }
     }
@@ -120,6 +153,10 @@ pub struct ArrayTree {
     refresh_interval: Duration,
     /// Held while a text file's index grows (one at a time).
     indexing: Mutex<()>,
+    /// Text files' sizes once learned, by file and generation (see `known_text_size`).
+    text_sizes: Mutex<HashMap<(Ino, u64), u64>>,
+    /// The dimension labels' trees opened so far.
+    labels: Mutex<HashMap<usize, Arc<ArrayTree>>>,
     /// The merged states opened, with the rescan generation they were merged at.
     states: Mutex<MergedStates>,
 }
@@ -143,6 +180,8 @@ impl ArrayTree {
             pinned: Arc::default(),
             refresh_interval: REFRESH_INTERVAL,
             indexing: Mutex::new(()),
+            text_sizes: Mutex::new(HashMap::new()),
+            labels: Mutex::new(HashMap::new()),
             states: Mutex::new(HashMap::new()),
         }
     }
@@ -282,6 +321,21 @@ impl ArrayTree {
                 false => Ok(()),
                 true => Err(Error::NotFound(format!("values.npy of var field #{i}"))),
             }),
+            Node::Enum(of) => match self.field_enumeration_name(of)? {
+                Some(_) => Ok(()),
+                None => Err(Error::NotFound("enumeration".into())),
+            },
+            Node::EnumFile(of, _) => {
+                let (e, _) = self
+                    .field_enumeration(of)?
+                    .ok_or_else(|| Error::NotFound("enumeration".into()))?;
+                match node {
+                    Node::EnumFile(_, EnumFile::Offsets) if !e.is_var() => Err(Error::NotFound(
+                        "offsets.bin of a fixed-size enumeration".into(),
+                    )),
+                    _ => Ok(()),
+                }
+            }
             other => match other.fragment() {
                 Some(f) => self.fragment(f).map(|_| ()),
                 None => self.check_merged(other),
@@ -320,12 +374,28 @@ impl ArrayTree {
         Ok(match dir {
             Node::Root => vec![
                 e("array.json", Node::ArrayJson),
+                e("metadata.json", Node::MetadataJson),
                 e("schema.json", Node::SchemaJson),
                 e("schemas", Node::SchemasDir),
                 e("fragments", Node::FragmentsDir),
                 e("latest", Node::State(None)),
                 e("at", Node::AtDir),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                (!self.array().latest_schema().schema.labels.is_empty())
+                    .then(|| e("labels", Node::LabelsDir)),
+            )
+            .collect(),
+            Node::LabelsDir => self
+                .array()
+                .latest_schema()
+                .schema
+                .labels
+                .iter()
+                .enumerate()
+                .map(|(l, label)| (names::encode(&label.name), Node::Label(l)))
+                .collect(),
             Node::SchemasDir => self
                 .array()
                 .schemas
@@ -374,6 +444,22 @@ impl ArrayTree {
                     out.push(e("values.npy", Node::Npy(*f, *i)));
                 }
                 out.push(e("values.txt", Node::Text(*f, *i)));
+                let of = FieldOf::Fragment(*f, *i);
+                if self.field_enumeration_name(&of)?.is_some() {
+                    out.push(e("enumeration", Node::Enum(of)));
+                }
+                out
+            }
+            Node::Enum(of) => {
+                let (en, _) = self
+                    .field_enumeration(of)?
+                    .ok_or_else(|| Error::NotFound("enumeration".into()))?;
+                let mut out = vec![e("values.bin", Node::EnumFile(*of, EnumFile::Values))];
+                if en.is_var() {
+                    out.push(e("offsets.bin", Node::EnumFile(*of, EnumFile::Offsets)));
+                }
+                out.push(e("values.txt", Node::EnumFile(*of, EnumFile::Text)));
+                out.push(e("enumeration.json", Node::EnumFile(*of, EnumFile::Json)));
                 out
             }
             merged @ (Node::AtDir | Node::State(_) | Node::MField(..)) => {
@@ -440,9 +526,26 @@ impl ArrayTree {
             }
             Node::TilesJson(f) => {
                 let (fragment, meta) = self.meta(*f)?;
-                json::tiles(&self.engine, &fragment, &meta)?
+                let mut labels = HashMap::new();
+                for i in 0..meta.fields.len() {
+                    // A bad enumeration file fails the labels (values.txt says why), not
+                    // the tile facts: those tiles just show no flag.
+                    match self.field_enumeration(&FieldOf::Fragment(*f, i)) {
+                        Ok(Some((e, _))) => {
+                            labels.insert(i, e);
+                        }
+                        Ok(None) => {}
+                        Err(e) => log::warn!("tiles.json of {}: {e}", fragment.name),
+                    }
+                }
+                json::tiles(&self.engine, &fragment, &meta, &labels)?
             }
             Node::ReadJson(w) => self.read_json(*w)?,
+            Node::EnumFile(of, file) => return Ok(Cached::Bytes(self.enum_file(of, *file)?)),
+            Node::MetadataJson => json::metadata(&crate::array::metadata::load_metadata(
+                &*array.store,
+                array.options.key,
+            )?),
             Node::MHdr(w, i) => return Ok(Cached::Bytes(self.envi_header(*w, *i)?.into_bytes())),
             other => return Err(Error::IsDirectory(format!("{other:?}"))),
         };
@@ -458,7 +561,8 @@ impl ArrayTree {
             | Node::MRaw(..)
             | Node::MNpy(..)
             | Node::MText(..)
-            | Node::MHdr(..) => Lifetime::Snapshot,
+            | Node::MHdr(..)
+            | Node::EnumFile(FieldOf::State(..), _) => Lifetime::Snapshot,
             n if n.fragment().is_some() => Lifetime::Immutable,
             _ => Lifetime::Changing,
         }
@@ -517,9 +621,77 @@ impl Drop for FragmentGuard {
     }
 }
 
+impl ArrayTree {
+    /// Dimension label `l`'s tree, opened on first visit (it is an array of its own,
+    /// under the folder the schema names, usually `__labels/l<N>`).
+    fn label_tree(&self, l: usize) -> Result<Arc<ArrayTree>> {
+        if let Some(t) = self
+            .labels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&l)
+        {
+            return Ok(t.clone());
+        }
+        let array = self.array();
+        let label = array
+            .latest_schema()
+            .schema
+            .labels
+            .get(l)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("dimension label #{l}")))?;
+        if !label.uri_is_relative {
+            return Err(Error::NotFound(format!(
+                "dimension label {}: an absolute URI ({}), outside the array",
+                label.name, label.uri
+            )));
+        }
+        let store = array.store.sub(label.uri.trim_matches('/'))?;
+        let tree = Arc::new(ArrayTree::with_engine(
+            Array::open(store, array.options.clone())?,
+            self.engine.clone(),
+        ));
+        self.labels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(l, tree.clone());
+        Ok(tree)
+    }
+
+    /// The label tree and inner number a node stands for, if it is a label's.
+    fn in_label(&self, node: &Node) -> Result<Option<(usize, Arc<ArrayTree>, Ino)>> {
+        Ok(match *node {
+            Node::Label(l) => Some((l, self.label_tree(l)?, super::ROOT)),
+            Node::LabelInner(l, i) => Some((l, self.label_tree(l)?, i)),
+            _ => None,
+        })
+    }
+
+    /// The outer number of label `l`'s node `inner`.
+    fn label_outer(&self, l: usize, inner: Ino) -> Ino {
+        if inner == super::ROOT {
+            self.nodes.ino(&Node::Label(l))
+        } else {
+            self.nodes.ino(&Node::LabelInner(l, inner))
+        }
+    }
+
+    fn label_entry(&self, l: usize, e: Entry) -> Entry {
+        Entry {
+            ino: self.label_outer(l, e.ino),
+            ..e
+        }
+    }
+}
+
 impl FileTree for ArrayTree {
     fn list(&self, dir: Ino) -> Result<Vec<Entry>> {
         let node = self.node(dir)?;
+        if let Some((l, tree, i)) = self.in_label(&node)? {
+            let listed = tree.list(i)?;
+            return Ok(listed.into_iter().map(|e| self.label_entry(l, e)).collect());
+        }
         self.check_exists(&node)?;
         Ok(self
             .list_nodes(&node)?
@@ -530,12 +702,19 @@ impl FileTree for ArrayTree {
 
     fn lookup(&self, parent: Ino, name: &str) -> Result<Entry> {
         let parent = self.node(parent)?;
+        if let Some((l, tree, i)) = self.in_label(&parent)? {
+            let e = tree.lookup(i, name)?;
+            return Ok(self.label_entry(l, e));
+        }
         let node = self.lookup_node(&parent, name)?;
         Ok(self.entry(name.to_string(), node))
     }
 
     fn stat(&self, ino: Ino) -> Result<Stat> {
         let node = self.node(ino)?;
+        if let Some((_, tree, i)) = self.in_label(&node)? {
+            return tree.stat(i);
+        }
         if node == Node::FragmentsDir {
             self.refresh_if_stale();
         }
@@ -557,7 +736,7 @@ impl FileTree for ArrayTree {
             // The state folders: sub-folders are not counted (their fields may need a
             // merge to list), as for fragment folders.
             Node::AtDir | Node::State(_) => (Kind::Dir, 0, 1),
-            Node::MField(..) => (Kind::Dir, 0, 2),
+            Node::MField(..) | Node::Enum(_) | Node::LabelsDir => (Kind::Dir, 0, 2),
             text @ (Node::Text(..) | Node::CellsCsv(_)) => match self.known_text_size(ino, text) {
                 Some(size) => (Kind::File, size, 1),
                 None => {
@@ -594,11 +773,17 @@ impl FileTree for ArrayTree {
 
     fn size(&self, ino: Ino) -> Result<u64> {
         let node = self.node(ino)?;
+        if let Some((_, tree, i)) = self.in_label(&node)? {
+            return tree.size(i);
+        }
         self.node_size(ino, &node)
     }
 
     fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         let node = self.node(ino)?;
+        if let Some((_, tree, i)) = self.in_label(&node)? {
+            return tree.read_into(i, offset, len, out);
+        }
         self.read_node_into(ino, &node, offset, len, out)
     }
 
@@ -607,6 +792,9 @@ impl FileTree for ArrayTree {
     /// text files are rendered into the cache, block by block.
     fn read_ahead(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
         let node = self.node(ino)?;
+        if let Some((_, tree, i)) = self.in_label(&node)? {
+            return tree.read_ahead(i, offset, len);
+        }
         match &node {
             Node::Raw(f, i, raw) => self.with_field(*f, *i, |r| r.read_ahead(*raw, offset, len)),
             Node::Npy(f, i) => {
@@ -626,6 +814,9 @@ impl FileTree for ArrayTree {
 
     fn open(&self, ino: Ino) -> Result<Option<OpenGuard>> {
         let node = self.node(ino)?;
+        if let Some((_, tree, i)) = self.in_label(&node)? {
+            return tree.open(i);
+        }
         let Some(id) = node.fragment() else {
             return Ok(None);
         };
@@ -644,8 +835,16 @@ impl FileTree for ArrayTree {
 
     fn parent(&self, ino: Ino) -> Result<Ino> {
         let node = self.node(ino)?;
+        if let Node::LabelInner(l, i) = node {
+            let p = self.label_tree(l)?.parent(i)?;
+            return Ok(self.label_outer(l, p));
+        }
         let parent = match node {
+            Node::LabelsDir => Node::Root,
+            Node::Label(_) => Node::LabelsDir,
+            Node::LabelInner(..) => Node::LabelsDir,
             Node::Root
+            | Node::MetadataJson
             | Node::ArrayJson
             | Node::SchemaJson
             | Node::SchemasDir
@@ -656,6 +855,9 @@ impl FileTree for ArrayTree {
                 Node::Fragment(f)
             }
             Node::Raw(f, i, _) | Node::Npy(f, i) | Node::Text(f, i) => Node::Field(f, i),
+            Node::Enum(FieldOf::Fragment(f, i)) => Node::Field(f, i),
+            Node::Enum(FieldOf::State(w, i)) => Node::MField(w, i),
+            Node::EnumFile(of, _) => Node::Enum(of),
             Node::State(None) | Node::AtDir => Node::Root,
             Node::State(Some(_)) => Node::AtDir,
             Node::ReadJson(w) | Node::MCells(w) | Node::MField(w, _) => Node::State(w),
@@ -667,6 +869,16 @@ impl FileTree for ArrayTree {
     }
 
     fn lifetime(&self, ino: Ino) -> Lifetime {
+        if let Some(Node::Label(l) | Node::LabelInner(l, _)) = self.nodes.node(ino) {
+            let inner = match self.nodes.node(ino) {
+                Some(Node::LabelInner(_, i)) => i,
+                _ => super::ROOT,
+            };
+            return match self.label_tree(l) {
+                Ok(t) => t.lifetime(inner),
+                Err(_) => Lifetime::Changing,
+            };
+        }
         match self.nodes.node(ino) {
             Some(node) => self.node_lifetime(&node),
             None => Lifetime::Changing,
@@ -686,6 +898,6 @@ impl FileTree for ArrayTree {
     }
 
     fn info(&self) -> Result<Info> {
-        Ok(Info::Array(ArrayInfo::of(&self.array())))
+        Ok(Info::Array(Box::new(ArrayInfo::of(&self.array()))))
     }
 }

@@ -10,21 +10,33 @@
 //! `cat` renders each block once and its first bytes come at once; a text file of any
 //! size is served in bounded memory.
 
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{ArrayTree, Node};
+use super::{ArrayTree, FieldOf, Node};
 use crate::array::fragment::FragmentId;
 use crate::error::{Error, Place, Result};
+use crate::format::enumeration::Enumeration;
 use crate::format::Datatype;
 use crate::read::cells::Cells;
 use crate::read::{CacheKey, Cached, RawFile, ViewItem};
 use crate::view::nodes::Ino;
-use crate::view::{names, npy, text};
+use crate::view::{names, npy, text, Lifetime};
 
 /// Cells rendered together: one cached block of text, one entry of the index.
 const BLOCK_CELLS: u64 = 4096;
 
 impl ArrayTree {
+    /// The generation a text file's cached index and blocks belong to: a merged state's
+    /// text changes with a rescan, a fragment's never does.
+    fn text_generation(&self, node: &Node) -> u64 {
+        match self.node_lifetime(node) {
+            Lifetime::Immutable => 0,
+            Lifetime::Changing | Lifetime::Snapshot => self.generation.load(Ordering::Acquire),
+        }
+    }
+
     fn text_key(&self, ino: Ino, item: ViewItem) -> CacheKey {
         CacheKey::View {
             owner: self.owner,
@@ -33,19 +45,41 @@ impl ArrayTree {
         }
     }
 
-    /// The size of a text file if it is known without rendering (its index is complete),
-    /// else `None`: a listing or `stat` then shows 0, as procfs does for files whose
-    /// size is only known by reading them.
+    /// The size of a text file if it is known without rendering (it was read to its end
+    /// once), else `None`: a listing or `stat` then shows 0, as procfs does for files
+    /// whose size is only known by reading them. Learned sizes are kept apart from the
+    /// evictable cache: a size shown once must not go back to 0, or the kernel, which
+    /// trusts it for files opened since, would cut their reads short.
     pub(super) fn known_text_size(&self, ino: Ino, node: &Node) -> Option<u64> {
         text_file(node)?;
+        let generation = self.text_generation(node);
+        if let Some(&size) = self.lock_text_sizes().get(&(ino, generation)) {
+            return Some(size);
+        }
         let index = self
             .engine
             .cache()
-            .peek(&self.text_key(ino, ViewItem::TextIndex))?;
+            .peek(&self.text_key(ino, ViewItem::TextIndex(generation)))?;
         match index.text_index("a text index") {
-            Ok((starts, true)) => starts.last().copied(),
+            Ok((starts, true)) => {
+                let size = starts.last().copied()?;
+                self.learn_text_size(ino, generation, size);
+                Some(size)
+            }
             _ => None,
         }
+    }
+
+    fn lock_text_sizes(&self) -> std::sync::MutexGuard<'_, HashMap<(Ino, u64), u64>> {
+        self.text_sizes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps a text file's size (16 bytes each; sizes of older generations go).
+    fn learn_text_size(&self, ino: Ino, generation: u64, size: u64) {
+        let mut sizes = self.lock_text_sizes();
+        let now = self.generation.load(Ordering::Acquire);
+        sizes.retain(|&(_, g), _| g == 0 || g == now);
+        sizes.insert((ino, generation), size);
     }
 
     /// Size of `values.npy`, `values.txt` or `cells.csv` (a text file is rendered whole
@@ -59,7 +93,11 @@ impl ArrayTree {
                 Ok(values.saturating_add(header.len() as u64))
             }
             _ => {
-                let index = self.text_index_covering(ino, node, u64::MAX)?;
+                if let Some(size) = self.known_text_size(ino, node) {
+                    return Ok(size);
+                }
+                let generation = self.text_generation(node);
+                let index = self.text_index_covering(ino, node, u64::MAX, generation)?;
                 Ok(*index.text_index("a text index")?.0.last().unwrap_or(&0))
             }
         }
@@ -108,7 +146,8 @@ impl ArrayTree {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let want_end = offset.saturating_add(len);
-        let index = self.text_index_covering(ino, node, want_end)?;
+        let generation = self.text_generation(node);
+        let index = self.text_index_covering(ino, node, want_end, generation)?;
         let (starts, _) = index.text_index("a text index")?;
         let size = starts.last().copied().unwrap_or(0);
         let end = want_end.min(size);
@@ -127,12 +166,10 @@ impl ArrayTree {
                 .partition_point(|&s| s <= pos)
                 .saturating_sub(1);
             let (start, stop) = (starts[b], starts[b + 1]);
-            let block = self
-                .engine
-                .cache()
-                .get_or_load(self.text_key(ino, ViewItem::TextBlock(b as u64)), || {
-                    self.render_block(node, b as u64).map(Cached::Bytes)
-                })?;
+            let block = self.engine.cache().get_or_load(
+                self.text_key(ino, ViewItem::TextBlock(generation, b as u64)),
+                || self.render_block(node, b as u64).map(Cached::Bytes),
+            )?;
             let bytes = block.bytes("a block of text")?;
             if bytes.len() as u64 != stop - start {
                 return Err(Error::corrupt(
@@ -155,8 +192,14 @@ impl ArrayTree {
     /// Each block rendered on the way is kept in the cache for the read that needs it;
     /// the index grows at least twofold per step, so a sequential reader copies it a
     /// few times in all, and renders each block once.
-    fn text_index_covering(&self, ino: Ino, node: &Node, upto: u64) -> Result<Arc<Cached>> {
-        let key = self.text_key(ino, ViewItem::TextIndex);
+    fn text_index_covering(
+        &self,
+        ino: Ino,
+        node: &Node,
+        upto: u64,
+        generation: u64,
+    ) -> Result<Arc<Cached>> {
+        let key = self.text_key(ino, ViewItem::TextIndex(generation));
         let covers = |c: &Cached| -> Result<bool> {
             let (starts, complete) = c.text_index("a text index")?;
             Ok(complete || starts.last().is_some_and(|&end| end >= upto))
@@ -183,11 +226,16 @@ impl ArrayTree {
             let text = self.render_block(node, b)?;
             let end = starts.last().copied().unwrap_or(0) + text.len() as u64;
             cache.insert(
-                self.text_key(ino, ViewItem::TextBlock(b)),
+                self.text_key(ino, ViewItem::TextBlock(generation, b)),
                 Arc::new(Cached::Bytes(text)),
             );
             starts.push(end);
             b += 1;
+        }
+        if b >= blocks {
+            if let Some(&size) = starts.last() {
+                self.learn_text_size(ino, generation, size);
+            }
         }
         let index = Arc::new(Cached::TextIndex {
             starts,
@@ -232,6 +280,16 @@ impl ArrayTree {
                 .map(|x| (names::encode(&x.name), x.datatype))
                 .collect(),
         })
+    }
+
+    /// The enumeration of column `i`, if its attribute is enumerated: its cells are shown
+    /// as the labels their codes stand for.
+    fn column_enumeration(&self, table: &Table, i: usize) -> Result<Option<Arc<Enumeration>>> {
+        let of = match *table {
+            Table::Fragment(f) => FieldOf::Fragment(f, i),
+            Table::State(w) => FieldOf::State(w, i),
+        };
+        Ok(self.field_enumeration(&of)?.map(|(e, _)| e))
     }
 
     fn table_count(&self, table: &Table) -> Result<u64> {
@@ -295,17 +353,22 @@ impl ArrayTree {
             .into_iter()
             .map(|i| {
                 let t = types.get(i).map(|(_, t)| *t).unwrap_or(Datatype::UInt8);
-                Ok((self.table_cells(&file.table, i, first, BLOCK_CELLS)?, t))
+                let labels = self.column_enumeration(&file.table, i)?;
+                Ok((
+                    self.table_cells(&file.table, i, first, BLOCK_CELLS)?,
+                    t,
+                    labels,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
-        let rows = columns.first().map_or(0, |(c, _)| c.len());
+        let rows = columns.first().map_or(0, |(c, ..)| c.len());
         let mut cell = Vec::new();
         for row in 0..rows {
-            for (k, (cells, datatype)) in columns.iter().enumerate() {
+            for (k, (cells, datatype, labels)) in columns.iter().enumerate() {
                 if k > 0 {
                     out.push(b',');
                 }
-                cell_text(&mut cell, cells, row, *datatype);
+                cell_text(&mut cell, cells, row, *datatype, labels.as_deref());
                 if file.column.is_some() {
                     out.extend_from_slice(&cell);
                 } else {
@@ -350,12 +413,21 @@ pub(super) fn state_dir(w: Option<u64>) -> String {
     }
 }
 
-/// The text of cell `k` of a run into `out` (cleared first): its value, or NULL.
-fn cell_text(out: &mut Vec<u8>, cells: &Cells, k: usize, datatype: crate::format::Datatype) {
+/// The text of cell `k` of a run into `out` (cleared first): its value (the label of an
+/// enumerated attribute's code), or NULL.
+fn cell_text(
+    out: &mut Vec<u8>,
+    cells: &Cells,
+    k: usize,
+    datatype: Datatype,
+    labels: Option<&Enumeration>,
+) {
     out.clear();
-    if cells.is_valid(k) {
-        text::cell(out, datatype, cells.value(k));
-    } else {
+    if !cells.is_valid(k) {
         out.extend_from_slice(text::NULL.as_bytes());
+    } else if let Some(e) = labels {
+        super::enums::label_text(out, e, datatype, cells.value(k));
+    } else {
+        text::cell(out, datatype, cells.value(k));
     }
 }

@@ -1,0 +1,132 @@
+//! `enumeration/` in the folder of an enumerated attribute (format 20+): the labels its
+//! codes stand for, as in the schema the fragment (or the merged state) was read with:
+//! `values.bin`, `offsets.bin` (var-size labels), `values.txt` and `enumeration.json`.
+//! The attribute's own `values.bin`/`values.npy` keep the raw codes; its `values.txt` and
+//! `cells.csv` show the labels.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{ArrayTree, EnumFile, FieldOf};
+use crate::array::ENUMERATIONS_DIR;
+use crate::error::{Error, Result};
+use crate::format::datatype::decode_int;
+use crate::format::enumeration::Enumeration;
+use crate::format::schema::{ArraySchema, VAR_NUM};
+use crate::format::Datatype;
+use crate::view::text;
+
+impl ArrayTree {
+    /// The enumeration of a field folder's attribute, and the schema it comes from.
+    pub(super) fn field_enumeration(
+        &self,
+        of: &FieldOf,
+    ) -> Result<Option<(Arc<Enumeration>, String)>> {
+        let Some((schema, schema_name, enumeration)) = self.field_enumeration_name(of)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            self.array().enumeration(&schema, &enumeration)?,
+            schema_name,
+        )))
+    }
+
+    /// Whether a field folder's attribute has an enumeration, from the schema alone: its
+    /// schema, that schema's name and the enumeration's name. Listings ask this, so a bad
+    /// enumeration file fails the labels, not the folder that holds the codes.
+    pub(super) fn field_enumeration_name(
+        &self,
+        of: &FieldOf,
+    ) -> Result<Option<(Arc<ArraySchema>, String, String)>> {
+        let (schema, schema_name, name) = match *of {
+            FieldOf::Fragment(f, i) => {
+                let (_, meta) = self.meta(f)?;
+                let field = meta
+                    .fields
+                    .get(i)
+                    .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
+                (
+                    meta.schema.clone(),
+                    meta.schema_name.clone(),
+                    field.name.clone(),
+                )
+            }
+            FieldOf::State(w, i) => {
+                let merged = self.merged(w)?;
+                let field = merged
+                    .fields
+                    .get(i)
+                    .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
+                (
+                    merged.schema.clone(),
+                    merged.schema_name.clone(),
+                    field.name.clone(),
+                )
+            }
+        };
+        let Some(attr) = schema.attributes.iter().find(|a| a.name == name) else {
+            return Ok(None);
+        };
+        let Some(enumeration) = attr.enumeration.clone() else {
+            return Ok(None);
+        };
+        Ok(Some((schema, schema_name, enumeration)))
+    }
+
+    /// The bytes of a file of `enumeration/`.
+    pub(super) fn enum_file(&self, of: &FieldOf, file: EnumFile) -> Result<Vec<u8>> {
+        let (e, schema) = self
+            .field_enumeration(of)?
+            .ok_or_else(|| Error::NotFound("enumeration".into()))?;
+        Ok(match file {
+            EnumFile::Values => e.data.clone(),
+            EnumFile::Offsets => e.offsets.iter().flat_map(|o| o.to_le_bytes()).collect(),
+            EnumFile::Text => {
+                let mut out = Vec::new();
+                for v in e.values() {
+                    text::cell(&mut out, e.datatype, v);
+                    out.push(b'\n');
+                }
+                out
+            }
+            EnumFile::Json => crate::view::tiledb::json::to_bytes(&json!({
+                "name": e.name,
+                "datatype": e.datatype.name(),
+                "cell_val_num": if e.cell_val_num == VAR_NUM { json!("var") } else { json!(e.cell_val_num) },
+                "ordered": e.ordered,
+                "values": e.len(),
+                "file": format!("{ENUMERATIONS_DIR}/{}", e.path_name),
+                "schema": schema,
+            })),
+        })
+    }
+}
+
+/// The text of an enumerated attribute's cell: the label its code stands for, or the code
+/// itself (a number) when it is outside the enumeration.
+pub(super) fn label_text(out: &mut Vec<u8>, e: &Enumeration, code_type: Datatype, code: &[u8]) {
+    let label = decode_int(code, code_type)
+        .and_then(|c| usize::try_from(c).ok())
+        .and_then(|c| e.value(c));
+    match label {
+        Some(label) => text::cell(out, e.datatype, label),
+        None => text::cell(out, code_type, code),
+    }
+}
+
+/// How many valid codes of `cells` fall outside the enumeration.
+pub(super) fn codes_outside(
+    e: &Enumeration,
+    code_type: Datatype,
+    cells: &crate::read::cells::Cells,
+) -> u64 {
+    (0..cells.len())
+        .filter(|&k| cells.is_valid(k))
+        .filter(|&k| {
+            decode_int(cells.value(k), code_type)
+                .and_then(|c| usize::try_from(c).ok())
+                .is_none_or(|c| c >= e.len())
+        })
+        .count() as u64
+}
