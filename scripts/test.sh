@@ -2,7 +2,8 @@
 # The test suite: unit tests, the fixture conformance test, error tests, real FUSE mounts,
 # and (when ../shared is beside the repo) the shared-corpus tests.
 #
-# The .npy / text checks need numpy, the live-mount test TileDB-Py: both are installed
+# The .npy / text checks need numpy, the live-mount test TileDB-Py, the Zarr checks
+# zarr-python and xarray: all are installed
 # here into target/test-venv (from PyPI) on first use, so a fresh machine needs nothing
 # but cargo and python3.
 set -euo pipefail
@@ -12,11 +13,11 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3"; then
-        echo "installed numpy and tiledb into $VENV"
+            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0"; then
+        echo "installed numpy, tiledb, zarr and xarray into $VENV"
     else
         echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
     fi

@@ -38,7 +38,7 @@ fn descr(t: Datatype, cell_val_num: u32) -> (String, Option<u32>) {
 }
 
 /// NumPy's datetime unit code of a DATETIME_* / TIME_* type.
-fn unit_code(t: Datatype) -> &'static str {
+pub(crate) fn unit_code(t: Datatype) -> &'static str {
     let name = t.name();
     match name.rsplit('_').next().unwrap_or("") {
         "YEAR" => "Y",

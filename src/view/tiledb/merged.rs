@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::zarr::ZNode;
 use super::{ArrayTree, Node};
 use crate::array::field::FieldRole;
 use crate::error::{Error, Result};
@@ -81,6 +82,10 @@ impl ArrayTree {
                 ];
                 for (i, f) in merged.fields.iter().enumerate() {
                     out.push((names::encode(&f.name), Node::MField(*w, i)));
+                }
+                // `zarr/` of the latest state is at the root.
+                if w.is_some() && self.has_zarr(*w) {
+                    out.push(e("zarr", Node::Zarr(*w, ZNode::Root)));
                 }
                 out
             }

@@ -7,6 +7,7 @@ mod enums;
 pub mod json;
 mod merged;
 mod textfiles;
+mod zarr;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::read::{CacheKey, Cached, FieldReader, RawFile, ReadEngine, ViewItem};
 use crate::storage::{Pin, Store};
 
+use self::zarr::ZNode;
 use super::info::{ArrayInfo, Info};
 use super::nodes::{Ino, NodeTable};
 use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INTERVAL};
@@ -69,6 +71,8 @@ enum Node {
     /// `enumeration/` of an enumerated attribute's folder.
     Enum(FieldOf),
     EnumFile(FieldOf, EnumFile),
+    /// A node of `zarr/` (latest, at the root) or `at/<T>/zarr/`.
+    Zarr(Option<u64>, ZNode),
 }
 
 /// A field folder: of a fragment, or of a merged state.
@@ -102,7 +106,7 @@ impl Node {
                 | Node::Enum(_)
                 | Node::LabelsDir
                 | Node::Label(_)
-        )
+        ) || matches!(self, Node::Zarr(_, z) if z.is_dir())
     }
 
     fn kind(&self) -> Kind {
@@ -336,6 +340,7 @@ impl ArrayTree {
                     _ => Ok(()),
                 }
             }
+            Node::Zarr(w, z) => self.zarr_check(*w, z),
             other => match other.fragment() {
                 Some(f) => self.fragment(f).map(|_| ()),
                 None => self.check_merged(other),
@@ -361,6 +366,9 @@ impl ArrayTree {
             // Any timestamp opens by name, listed or not.
             return self.lookup_at(name);
         }
+        if let Node::Zarr(w, z) = parent {
+            return self.zarr_lookup(*w, z, name);
+        }
         self.list_nodes(parent)?
             .into_iter()
             .find(|(n, _)| n == name)
@@ -385,6 +393,10 @@ impl ArrayTree {
             .chain(
                 (!self.array().latest_schema().schema.labels.is_empty())
                     .then(|| e("labels", Node::LabelsDir)),
+            )
+            .chain(
+                self.has_zarr(None)
+                    .then(|| e("zarr", Node::Zarr(None, ZNode::Root))),
             )
             .collect(),
             Node::LabelsDir => self
@@ -465,6 +477,7 @@ impl ArrayTree {
             merged @ (Node::AtDir | Node::State(_) | Node::MField(..)) => {
                 self.list_merged(merged)?
             }
+            Node::Zarr(w, z) => self.zarr_list(*w, z)?,
             other => return Err(Error::NotDirectory(format!("{other:?}"))),
         })
     }
@@ -472,6 +485,7 @@ impl ArrayTree {
     fn node_size(&self, ino: Ino, node: &Node) -> Result<u64> {
         Ok(match node {
             n if n.is_dir() => 0,
+            Node::Zarr(w, z) => self.zarr_size(*w, z)?,
             Node::Raw(f, i, raw) => self.with_field(*f, *i, |r| r.size(*raw))?,
             Node::Npy(..) | Node::Text(..) | Node::CellsCsv(_) => self.derived_size(ino, node)?,
             Node::ReadJson(_)
@@ -507,7 +521,13 @@ impl ArrayTree {
     fn render(&self, node: &Node) -> Result<Cached> {
         let array = self.array();
         let value = match node {
-            Node::ArrayJson => json::array(&array),
+            Node::ArrayJson => {
+                let mut value = json::array(&array);
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
+                }
+                value
+            }
             Node::SchemaJson => {
                 let s = array.latest_schema();
                 json::schema(&s.name, &s.schema)
@@ -562,7 +582,8 @@ impl ArrayTree {
             | Node::MNpy(..)
             | Node::MText(..)
             | Node::MHdr(..)
-            | Node::EnumFile(FieldOf::State(..), _) => Lifetime::Snapshot,
+            | Node::EnumFile(FieldOf::State(..), _)
+            | Node::Zarr(..) => Lifetime::Snapshot,
             n if n.fragment().is_some() => Lifetime::Immutable,
             _ => Lifetime::Changing,
         }
@@ -578,6 +599,7 @@ impl ArrayTree {
     ) -> Result<()> {
         match node {
             n if n.is_dir() => Err(Error::IsDirectory(format!("{n:?}"))),
+            Node::Zarr(w, z) => self.zarr_read_into(*w, z, offset, len, out),
             Node::Raw(f, i, raw) => {
                 self.with_field(*f, *i, |r| r.read_into(*raw, offset, len, out))
             }
@@ -737,6 +759,8 @@ impl FileTree for ArrayTree {
             // merge to list), as for fragment folders.
             Node::AtDir | Node::State(_) => (Kind::Dir, 0, 1),
             Node::MField(..) | Node::Enum(_) | Node::LabelsDir => (Kind::Dir, 0, 2),
+            // Sub-folders not counted, as for the state folders.
+            n @ Node::Zarr(..) if n.is_dir() => (Kind::Dir, 0, 1),
             text @ (Node::Text(..) | Node::CellsCsv(_)) => match self.known_text_size(ino, text) {
                 Some(size) => (Kind::File, size, 1),
                 None => {
@@ -864,6 +888,7 @@ impl FileTree for ArrayTree {
             Node::MRaw(w, i, _) | Node::MNpy(w, i) | Node::MText(w, i) | Node::MHdr(w, i) => {
                 Node::MField(w, i)
             }
+            Node::Zarr(w, z) => self.zarr_parent(w, &z),
         };
         Ok(self.nodes.ino(&parent))
     }

@@ -1,0 +1,222 @@
+"""Checks a mounted fragfs tree's zarr/ (and at/<T>/zarr/) with zarr-python 3, as
+Zarr v2 and as Zarr v3, against what TileDB reads.
+
+Usage: check_zarr.py SPEC.json
+SPEC is a list of {"mount", "array", "merged", "key"}: a mount of ARRAY, its
+<array>.merged.json (TileDB's reads of the non-empty part of every state) and the
+encryption key, if any. For every state of merged.json that TileDB could read:
+
+* each fixed-size, single-value attribute is an array of the schema domain's shape, with
+  the space tiles as chunks; over the non-empty domain it holds TileDB's values (and its
+  `__validity` array the validity), everywhere else the attribute's fill value;
+* where TileDB-Py opens the array and the domain is small, `arr[...]` equals TileDB-Py's
+  own `A[:]` (whole domain, fill values included), at the same timestamp;
+* each dimension has a 1-D coordinate array `lower..upper`;
+* attributes not shown (var-size, several values per cell) are absent, and array.json
+  says why.
+
+Prints one line per state checked; exits 1 with the first mismatch.
+"""
+
+import json
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import zarr
+
+from check_text_npy import encode_name, DATETIME_UNITS, NPY_DTYPES
+
+# The two versions share a folder: each reader warns about the other's files.
+warnings.filterwarnings("ignore", message=".*not recognized as a component.*")
+
+# Whole-domain comparisons up to this many cells (beyond, the non-empty part and a
+# margin around it).
+WHOLE = 1 << 22
+
+
+def dtype_of(datatype):
+    if datatype in NPY_DTYPES:
+        return np.dtype(NPY_DTYPES[datatype])
+    unit = datatype.split("_")[-1]
+    if datatype.startswith("DATETIME_"):
+        return np.dtype("<M8[%s]" % DATETIME_UNITS[unit])
+    if datatype.startswith("TIME_"):
+        return np.dtype("<m8[%s]" % DATETIME_UNITS[unit])
+    return None
+
+
+def as_array(values, dtype, shape):
+    """merged.json's values (NaN spelled as a string, datetimes as int64, null cells as
+    None: 0 here, they are compared through the validity) as numpy."""
+    values = [0 if v is None else v for v in values]
+    if dtype.kind in "Mm":
+        return np.array(values, dtype=np.int64).view(dtype).reshape(shape)
+    if dtype.kind == "f":
+        values = [float(v) if isinstance(v, str) else v for v in values]
+    return np.array(values, dtype=dtype).reshape(shape)
+
+
+def as_int(x):
+    """An integer coordinate (datetimes by their int64)."""
+    x = np.asarray(x)
+    return int(x.view(np.int64)) if x.dtype.kind in "Mm" else int(x)
+
+
+def same(got, want):
+    """Bit-equal values, NaN equal to NaN (fill values are NaN for floats); datetimes
+    by their int64 (v3 stores them so)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return False
+    if got.dtype.kind in "Mm" or want.dtype.kind in "Mm":
+        as_i8 = lambda x: x.view(np.int64) if x.dtype.kind in "Mm" else x.astype(np.int64)
+        return np.array_equal(as_i8(got), as_i8(want))
+    if got.dtype.kind == "f":
+        return np.array_equal(got, want.astype(got.dtype), equal_nan=True)
+    return np.array_equal(got, want)
+
+
+def fail(where, what):
+    raise AssertionError("%s: %s" % (where, what))
+
+
+def open_tiledb(spec, timestamp):
+    """TileDB-Py's array at `timestamp`, or None where it cannot open it."""
+    try:
+        import tiledb
+    except ImportError:
+        return None
+    kwargs = {}
+    if spec.get("key"):
+        kwargs["config"] = tiledb.Config({"sm.encryption_type": "AES_256_GCM",
+                                          "sm.encryption_key": spec["key"]})
+    try:
+        ctx = tiledb.Ctx(kwargs["config"]) if kwargs else None
+        if timestamp is None:
+            return tiledb.open(spec["array"], ctx=ctx)
+        return tiledb.open(spec["array"], timestamp=(0, timestamp), ctx=ctx)
+    except Exception:  # an array TileDB-Py's libtiledb cannot open: merged.json only
+        return None
+
+
+def check_state(spec, merged, read, shown, not_shown, fmt, stats):
+    ts = read["timestamp"]
+    base = os.path.join(spec["mount"], "zarr" if ts is None else "at/%d/zarr" % ts)
+    where = "%s %s v%d" % (spec["array"], "latest" if ts is None else "at/%d" % ts, fmt)
+    g = zarr.open_group(base, mode="r", zarr_format=fmt)
+    names = set(g.array_keys())
+    dims = [f for f in read["fields"] if f["role"] == "dimension"]
+    attrs = [f for f in read["fields"] if f["role"] == "attribute"]
+    # The schema domain, from the coordinate arrays, checked against TileDB-Py's.
+    A = open_tiledb(spec, ts)
+    lows, shape = [], []
+    for d in dims:
+        c = g[encode_name(d["name"])]
+        if c.ndim != 1:
+            fail(where, "coordinate array %s has %d dimensions" % (d["name"], c.ndim))
+        lows.append(as_int(c[0]))
+        shape.append(c.shape[0])
+        if c.shape[0] <= WHOLE:
+            got = np.asarray(c[...])
+            got = got.view(np.int64) if got.dtype.kind in "Mm" else got
+            if not np.array_equal(got, np.arange(lows[-1], lows[-1] + c.shape[0])):
+                fail(where, "coordinate array %s is not lower..upper" % d["name"])
+    if A is not None:
+        for i, (low, n, d) in enumerate(zip(lows, shape, dims)):
+            lo, hi = (as_int(x) for x in A.schema.domain.dim(i).domain)
+            if (lo, hi - lo + 1) != (low, n):
+                fail(where, "dimension %s: zarr domain %d+%d, TileDB %d..%d" % (d["name"], low, n, lo, hi))
+    box = read.get("non_empty_domain")
+    cells = math.prod(shape)
+    for f in attrs:
+        name = encode_name(f["name"])
+        if name not in shown:
+            if name in names:
+                fail(where, "%s is in zarr/ but array.json says it is not shown" % name)
+            if name not in not_shown:
+                fail(where, "%s is neither shown nor said not to be" % name)
+            continue
+        a = g[name]
+        dtype = dtype_of(f["datatype"])
+        stored = dtype
+        if fmt == 3 and dtype.kind in "Mm":
+            # Zarr v3 has no datetime type: int64, the unit in the attributes.
+            stored = np.dtype("<i8")
+            if a.attrs.get("units") != np.datetime_data(dtype)[0]:
+                fail(where, "%s has units %r" % (name, a.attrs.get("units")))
+        if a.dtype != stored or list(a.shape) != shape:
+            fail(where, "%s is %s %s, expected %s %s" % (name, a.dtype, a.shape, stored, shape))
+        valid_name = name + "__validity"
+        v = g[valid_name] if f.get("nullable") else None
+        if f.get("nullable") and v.dtype != np.uint8:
+            fail(where, "%s is %s" % (valid_name, v.dtype))
+        # The non-empty part: TileDB's values.
+        if box:
+            idx = tuple(slice(lo - low, hi - low + 1) for (lo, hi), low in zip(box, lows))
+            box_shape = tuple(hi - lo + 1 for lo, hi in box)
+            got = a[idx]
+            want = as_array(f["values"], dtype, box_shape)
+            if f.get("nullable"):
+                validity = np.array(f["validity"], dtype=np.uint8).reshape(box_shape)
+                if not np.array_equal(v[idx], validity):
+                    fail(where, "%s differs from TileDB's validity" % valid_name)
+                mask = validity == 1
+                if not same(got[mask], want[mask]):
+                    fail(where, "%s differs from TileDB's values where valid" % name)
+            elif not same(got, want):
+                fail(where, "%s differs from TileDB's values over the non-empty domain" % name)
+            stats["cells"] += int(np.prod(box_shape))
+        # Everywhere: TileDB-Py's own read of the whole domain.
+        if A is not None and cells <= WHOLE:
+            data = A.query(attrs=[f["name"]])[:]
+            # One anonymous attribute comes back as the array itself.
+            data = data[f["name"]] if isinstance(data, dict) else data
+            got = a[...]
+            if isinstance(data, np.ma.MaskedArray):
+                valid = (~np.ma.getmaskarray(data)).astype(np.uint8)
+                if not np.array_equal(v[...], valid):
+                    fail(where, "%s differs from TileDB-Py's mask" % valid_name)
+                keep = valid == 1
+                if not same(got[keep], np.asarray(data.data)[keep]):
+                    fail(where, "%s differs from TileDB-Py's A[:] where valid" % name)
+            elif not same(got, data):
+                bad = np.argwhere(~(np.asarray(got) == np.asarray(data)))[:3].tolist()
+                fail(where, "%s differs from TileDB-Py's A[:] at %s" % (name, bad))
+            stats["whole"] += 1
+    if A is not None:
+        A.close()
+
+
+def main():
+    specs = json.load(open(sys.argv[1]))
+    for spec in specs:
+        merged = json.load(open(spec["merged"]))
+        summary = json.load(open(os.path.join(spec["mount"], "array.json")))["zarr"]
+        if merged["array_type"] != "dense":
+            if os.path.exists(os.path.join(spec["mount"], "zarr")) or summary.get("shown"):
+                fail(spec["array"], "a sparse array has zarr/")
+            continue
+        if not summary.get("shown"):
+            # An array whose domain Zarr cannot hold: said why, and no folder.
+            if os.path.exists(os.path.join(spec["mount"], "zarr")):
+                fail(spec["array"], "zarr/ is there but array.json says %s" % summary)
+            print("not shown %s: %s" % (spec["array"], summary.get("why")))
+            continue
+        shown, not_shown = set(summary["arrays"]), summary["not_shown"]
+        stats = {"cells": 0, "whole": 0}
+        states = 0
+        for read in merged["reads"]:
+            if "error" in read:
+                continue
+            for fmt in (2, 3):
+                check_state(spec, merged, read, shown, not_shown, fmt, stats)
+            states += 1
+        print("ok %s: %d states, %d cells, %d whole-domain compares with TileDB-Py"
+              % (spec["array"], states, stats["cells"], stats["whole"]))
+
+
+if __name__ == "__main__":
+    main()
