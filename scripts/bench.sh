@@ -7,7 +7,8 @@
 #
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
-#   --only S,...    sections to run: seq,random,rss,many,decode (default: all)
+#   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,ttfb,
+#                   zarr,squash,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -26,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,decode"
+only="seq,random,rss,many,listing,merged,sparse,ttfb,zarr,squash,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         -h | --help)
-            sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -82,6 +83,9 @@ need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
 command -v mountpoint >/dev/null || need_pkgs+=(util-linux)
+# squashfuse_ll: the FUSE peer that also decompresses (the squash section).
+command -v squashfuse_ll >/dev/null || need_pkgs+=(squashfuse)
+command -v mksquashfs >/dev/null || need_pkgs+=(squashfs-tools)
 if [ "$profile" -eq 1 ]; then
     command -v perf >/dev/null || need_pkgs+=(linux-perf)
     command -v strace >/dev/null || need_pkgs+=(strace)
@@ -93,12 +97,12 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy' 2>/dev/null; then
-    step "creating $VENV with TileDB-Py"
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr' 2>/dev/null; then
+    step "creating $VENV with TileDB-Py and zarr-python"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1"
+        "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6"
 fi
 
 # --- binaries
@@ -119,6 +123,9 @@ mkdir -p "$BENCH" "$MNT"
 cleanup # a mount left by an earlier, killed run
 make_array big "$BENCH/big"
 make_array many "$BENCH/many"
+make_array overlap "$BENCH/overlap"
+make_array sparse "$BENCH/sparse"
+make_array grid "$BENCH/grid"
 
 # --- decode throughput (cargo bench); run.py reads the figures from decode.txt
 if [[ ",$only," == *,decode,* ]]; then

@@ -1,7 +1,10 @@
 """Writes the two benchmark arrays with TileDB-Py.
 
-    python make_arrays.py big   <uri>   # 64M cells, 3 attributes, 8 fragments
-    python make_arrays.py many  <uri>   # 10,000 fragments of 4 cells each
+    python make_arrays.py big     <uri>   # 64M cells, 3 attributes, 8 fragments
+    python make_arrays.py many    <uri>   # 10,000 fragments of 4 cells each
+    python make_arrays.py overlap <uri>   # 64M cells, 2 attributes, 8 overlapping fragments
+    python make_arrays.py sparse  <uri>   # 16M cells in 8 fragments, overlapping, a delete
+    python make_arrays.py grid    <uri>   # 8192 x 8192 float64 ZSTD, 1024 x 1024 tiles
 
 The big array is dense and 1-D, with 1,048,576-cell tiles, written as 8 fragments of
 8M cells (8 space tiles each):
@@ -9,6 +12,13 @@ The big array is dense and 1-D, with 1,048,576-cell tiles, written as 8 fragment
     walk   float64  ZSTD   a smooth random walk (sensor-like), 512 MiB
     count  int64    LZ4    a counter with noise, 512 MiB
     raw    int32    none   random integers, 256 MiB
+
+The overlap array is the big one's `walk` and `count` written as 8 fragments that each
+also overwrite the last 4M cells of the one before (so latest/ takes half of each
+overlap from the newer fragment). The sparse array has 8 fragments of 2M random
+coordinates in [0, 8M) (so fragments overlap and rewrite coordinates), one float64 ZSTD
+attribute, and a delete of the cells with v < -0.9. The grid array is the `walk` data
+reshaped 8192 x 8192, in 8 fragments of 1024 rows: the dense 2-D array of the Zarr bench.
 
 The data is seeded, so every run writes the same values (fragment names differ). The
 caller (bench.sh) writes to a temporary name and renames it when this succeeds, so a
@@ -64,6 +74,88 @@ def big(uri: str) -> None:
               flush=True)
 
 
+def walk_and_count(rng, n: int, walk_end: float, count_end: int):
+    """The big array's `walk` and `count` series, continued from their last values."""
+    walk = np.round(walk_end + np.cumsum(rng.normal(0.0, 0.01, n)), 4)
+    steps = rng.integers(1, 4, n, dtype=np.int64)
+    steps[rng.random(n) < 0.001] += rng.integers(100, 10_000)
+    return walk, count_end + np.cumsum(steps)
+
+
+def overlap(uri: str) -> None:
+    dom = tiledb.Domain(
+        tiledb.Dim(name="x", domain=(0, CELLS - 1), tile=TILE, dtype=np.int64)
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=False,
+        attrs=[
+            tiledb.Attr(name="walk", dtype=np.float64, filters=[tiledb.ZstdFilter()]),
+            tiledb.Attr(name="count", dtype=np.int64, filters=[tiledb.LZ4Filter()]),
+        ],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(20241124)
+    per, back = CELLS // FRAGMENTS, 4 * TILE
+    for f in range(FRAGMENTS):
+        lo = max(0, f * per - back)
+        walk, count = walk_and_count(rng, (f + 1) * per - lo, 100.0 + f, f * 10**9)
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[lo : (f + 1) * per] = {"walk": walk, "count": count}
+        print(f"  fragment {f + 1}/{FRAGMENTS} written", flush=True)
+
+
+SPARSE_CELLS = 2 * 1024 * 1024
+SPARSE_SPAN = 8 * 1024 * 1024
+
+
+def sparse(uri: str) -> None:
+    dom = tiledb.Domain(
+        tiledb.Dim(name="x", domain=(0, 2**40), tile=2**20, dtype=np.int64)
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=True,
+        capacity=100_000,
+        attrs=[tiledb.Attr(name="v", dtype=np.float64, filters=[tiledb.ZstdFilter()])],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(7)
+    for f in range(FRAGMENTS):
+        x = np.sort(rng.choice(SPARSE_SPAN, SPARSE_CELLS, replace=False)).astype(np.int64)
+        v = np.round(rng.uniform(-1.0, 1.0, SPARSE_CELLS), 6)
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[x] = {"v": v}
+        print(f"  fragment {f + 1}/{FRAGMENTS} written", flush=True)
+    with tiledb.open(uri, "d", timestamp=FRAGMENTS + 1) as a:
+        a.query(cond="v < -0.9").submit()
+
+
+GRID = 8192
+GRID_TILE = 1024
+
+
+def grid(uri: str) -> None:
+    dom = tiledb.Domain(
+        tiledb.Dim(name="y", domain=(0, GRID - 1), tile=GRID_TILE, dtype=np.int64),
+        tiledb.Dim(name="x", domain=(0, GRID - 1), tile=GRID_TILE, dtype=np.int64),
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=False,
+        attrs=[tiledb.Attr(name="walk", dtype=np.float64, filters=[tiledb.ZstdFilter()])],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(20240603)
+    rows, walk_end = GRID // FRAGMENTS, 100.0
+    for f in range(FRAGMENTS):
+        walk, _ = walk_and_count(rng, rows * GRID, walk_end, 0)
+        walk_end = float(walk[-1])
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[f * rows : (f + 1) * rows, :] = {"walk": walk.reshape(rows, GRID)}
+        print(f"  fragment {f + 1}/{FRAGMENTS} written", flush=True)
+
+
 def many(uri: str) -> None:
     n = SMALL_FRAGMENTS * SMALL_CELLS
     dom = tiledb.Domain(
@@ -86,9 +178,10 @@ def many(uri: str) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("big", "many"):
+    kinds = {"big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid}
+    if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
-    {"big": big, "many": many}[sys.argv[1]](sys.argv[2])
+    kinds[sys.argv[1]](sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -6,6 +6,12 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
                                                # seconds per A[lo:lo+cells], array open
                                                # once, and the CRC-32 of what was read
     python tdb.py open   <uri>                 # seconds of tiledb.open
+    python tdb.py sparse <uri> <attr>          # seconds to open + read every cell of a
+                                               # sparse array in global order
+    python tdb.py first  <uri> <attr> <T>      # seconds to open at timestamp T and read
+                                               # the first cell (time to first byte)
+    python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
+                                               # whole Zarr array (a mount's or a copy)
 
 Every measurement is cold: the page cache is dropped after the imports, right before
 the clock starts (root only), as bench.sh does before each fragfs measurement; except
@@ -64,6 +70,34 @@ def open_time(uri: str) -> dict:
     return {"seconds": seconds, "fragments": fragments}
 
 
+def sparse_all(uri: str, attr: str) -> dict:
+    drop_caches()
+    t0 = time.perf_counter()
+    with tiledb.open(uri) as a:
+        values = a.query(attrs=[attr], order="G")[:][attr]
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
+
+
+def first(uri: str, attr: str, at: int) -> dict:
+    drop_caches()
+    t0 = time.perf_counter()
+    with tiledb.open(uri, timestamp=at) as a:
+        value = a.query(attrs=[attr])[0:1][attr]
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "value": value.tolist()}
+
+
+def zarr_whole(path: str) -> dict:
+    import zarr  # only this measurement needs it
+
+    drop_caches()
+    t0 = time.perf_counter()
+    values = zarr.open_array(path, mode="r", zarr_format=3)[...]
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["whole"] and len(args) in (3, 4) and args[3:] in ([], ["--warm"]):
@@ -72,6 +106,12 @@ def main() -> None:
         out = random_reads(args[1], args[2], int(args[3]), json.load(sys.stdin))
     elif args[:1] == ["open"] and len(args) == 2:
         out = open_time(args[1])
+    elif args[:1] == ["sparse"] and len(args) == 3:
+        out = sparse_all(args[1], args[2])
+    elif args[:1] == ["first"] and len(args) == 4:
+        out = first(args[1], args[2], int(args[3]))
+    elif args[:1] == ["zarr"] and len(args) == 2:
+        out = zarr_whole(args[1])
     else:
         sys.exit(__doc__)
     json.dump(out, sys.stdout)

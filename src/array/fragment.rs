@@ -177,6 +177,33 @@ impl Fragment {
             .get_or_load(|| FragmentMeta::load(self, schemas).map(Arc::new))
     }
 
+    /// Loads the metadata of many fragments at once, on several threads: each load is a
+    /// few small reads that mostly wait on the disk (or on a server), so a time-travel
+    /// view over thousands of fragments would otherwise queue those waits one by one.
+    /// Errors are left for [`Fragment::meta`] to report, in the caller's order.
+    pub fn preload_metas(fragments: &[&Arc<Fragment>], schemas: &[SchemaFile]) {
+        /// Loads in flight: enough to keep a disk's (or a connection pool's) queue full.
+        const THREADS: usize = 16;
+        let todo: Vec<&Arc<Fragment>> = fragments
+            .iter()
+            .copied()
+            .filter(|f| !f.meta_loaded())
+            .collect();
+        if todo.len() < 2 * THREADS {
+            return;
+        }
+        let next = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..THREADS {
+                scope.spawn(|| {
+                    while let Some(f) = todo.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
+                        let _ = f.meta(schemas);
+                    }
+                });
+            }
+        });
+    }
+
     /// Whether the metadata was parsed already (for tests of laziness).
     pub fn meta_loaded(&self) -> bool {
         self.meta.is_loaded()

@@ -28,7 +28,7 @@ use crate::lazy::Lazy;
 use crate::read::cells::Cells;
 use crate::read::ReadEngine;
 
-use super::order::GlobalOrder;
+use super::order::{GlobalOrder, Key};
 use super::{Merged, Run, Source, BLOCK};
 
 /// A delete that applies at the timestamp.
@@ -223,6 +223,8 @@ struct Block {
     first: u64,
     /// Per dimension.
     coords: Vec<Cells>,
+    /// Per dimension, the cells' order keys (`None`: a string dimension).
+    keys: Vec<Option<Vec<Key>>>,
     timestamps: Option<Vec<u64>>,
     delete_timestamps: Option<Vec<u64>>,
     /// Per tested field (`None`: the fragment has no such field: its cells are NULL).
@@ -236,6 +238,9 @@ struct Cursor {
     /// The fragment's timestamp for cells that carry none.
     t1: u64,
     partial: bool,
+    /// Where the current cell is in the global order, when every dimension is numeric
+    /// ([`GlobalOrder::head_into`]): comparing these is the merge's inner loop.
+    head: Vec<i128>,
 }
 
 /// The merge from given positions on.
@@ -247,6 +252,14 @@ struct Stream<'a> {
     heap: Vec<usize>,
     /// Per source: the names of the deletes it already applied (consolidation did).
     processed: Vec<Vec<String>>,
+    /// [`GlobalOrder::numeric`]: cells compare by their cursors' heads.
+    numeric: bool,
+    /// Buffers of [`Stream::next_group`], kept to spare an allocation per cell.
+    versions: Vec<Version>,
+    group: Vec<usize>,
+    /// The group's coordinates, back to back, and where each dimension's ends.
+    reference: Vec<u8>,
+    reference_ends: Vec<usize>,
 }
 
 fn u64s(cells: &Cells) -> Vec<u64> {
@@ -268,6 +281,7 @@ impl<'a> Stream<'a> {
                 block: None,
                 t1: source.fragment.timestamps.t1,
                 partial: source.partial,
+                head: Vec::new(),
             });
             processed.push(if merge.deletes.is_empty() {
                 Vec::new()
@@ -287,6 +301,11 @@ impl<'a> Stream<'a> {
             cursors,
             heap: Vec::new(),
             processed,
+            versions: Vec::new(),
+            group: Vec::new(),
+            reference: Vec::new(),
+            reference_ends: Vec::new(),
+            numeric: merge.order.numeric(),
         };
         for c in 0..stream.cursors.len() {
             if stream.settle(c)? {
@@ -321,6 +340,14 @@ impl<'a> Stream<'a> {
                 self.cursors[c].pos += 1;
                 continue;
             }
+            if self.numeric {
+                let mut head = std::mem::take(&mut self.cursors[c].head);
+                let zero = Key { tile: 0, value: 0 };
+                self.merge
+                    .order
+                    .head_into(|d| self.key(c, d).unwrap_or(zero), &mut head);
+                self.cursors[c].head = head;
+            }
             return Ok(true);
         }
     }
@@ -336,7 +363,8 @@ impl<'a> Stream<'a> {
                 .cells(first, BLOCK)
         };
         let mut coords = Vec::new();
-        for d in &self.merged.schema.dimensions {
+        let mut keys = Vec::new();
+        for (k, d) in self.merged.schema.dimensions.iter().enumerate() {
             let i = fields
                 .iter()
                 .position(|f| {
@@ -348,7 +376,15 @@ impl<'a> Stream<'a> {
                         format!("no dimension {} in this fragment", d.name),
                     )
                 })?;
-            coords.push(read(i)?);
+            let cells = read(i)?;
+            keys.push(match cells.bounds {
+                Some(_) => None,
+                None => self
+                    .merge
+                    .order
+                    .keys(k, &cells.values, d.datatype.size() as usize),
+            });
+            coords.push(cells);
         }
         let timestamps = match find("__timestamps") {
             Some(i) if source.meta.footer.version >= 15 => Some(u64s(&read(i)?)),
@@ -367,6 +403,7 @@ impl<'a> Stream<'a> {
         Ok(Block {
             first,
             coords,
+            keys,
             timestamps,
             delete_timestamps,
             tested,
@@ -394,15 +431,39 @@ impl<'a> Stream<'a> {
         }
     }
 
+    fn key(&self, c: usize, d: usize) -> Option<Key> {
+        let cursor = &self.cursors[c];
+        let block = cursor.block.as_ref()?;
+        block
+            .keys
+            .get(d)?
+            .as_ref()?
+            .get((cursor.pos - block.first) as usize)
+            .copied()
+    }
+
     fn cmp(&self, a: usize, b: usize) -> Ordering {
+        if self.numeric {
+            return self.cursors[a]
+                .head
+                .cmp(&self.cursors[b].head)
+                .then(a.cmp(&b));
+        }
+        let pick = |second: bool| if second { b } else { a };
         self.merge
             .order
-            .cmp(|d| self.coord(a, d), |d| self.coord(b, d))
+            .cmp_keyed(
+                |second, d| self.key(pick(second), d),
+                |second, d| self.coord(pick(second), d),
+            )
             // Equal cells: the older fragment first (the merge looks at all of them).
             .then(a.cmp(&b))
     }
 
     fn same_cell(&self, a: usize, b: usize) -> bool {
+        if self.numeric {
+            return self.cursors[a].head == self.cursors[b].head;
+        }
         (0..self.merged.schema.dimensions.len()).all(|d| self.coord(a, d) == self.coord(b, d))
     }
 
@@ -452,8 +513,11 @@ impl<'a> Stream<'a> {
         };
         // Every version: the popped cursor's run of equal cells, and the other cursors
         // whose cell is the same.
-        let mut versions: Vec<Version> = Vec::new();
-        let mut group = vec![first];
+        let mut versions = std::mem::take(&mut self.versions);
+        versions.clear();
+        let mut group = std::mem::take(&mut self.group);
+        group.clear();
+        group.push(first);
         while let Some(&top) = self.heap.first() {
             if self.same_cell(top, first) {
                 self.heap_pop();
@@ -464,7 +528,18 @@ impl<'a> Stream<'a> {
         }
         // The reference coordinates, copied (cursors move below).
         let dims = self.merged.schema.dimensions.len();
-        let reference: Vec<Vec<u8>> = (0..dims).map(|d| self.coord(first, d).to_vec()).collect();
+        let mut reference = std::mem::take(&mut self.reference);
+        let mut ends = std::mem::take(&mut self.reference_ends);
+        reference.clear();
+        ends.clear();
+        for d in 0..dims {
+            reference.extend_from_slice(self.coord(first, d));
+            ends.push(reference.len());
+        }
+        let reference_of = |d: usize| {
+            let start = if d == 0 { 0 } else { ends[d - 1] };
+            &reference[start..ends[d]]
+        };
         for &c in &group {
             loop {
                 versions.push(self.version(c)?);
@@ -472,7 +547,7 @@ impl<'a> Stream<'a> {
                 if !self.settle(c)? {
                     break;
                 }
-                let same = (0..dims).all(|d| self.coord(c, d) == reference[d].as_slice());
+                let same = (0..dims).all(|d| self.coord(c, d) == reference_of(d));
                 if !same {
                     self.heap_push(c);
                     break;
@@ -497,6 +572,10 @@ impl<'a> Stream<'a> {
                 }
             }
         }
+        self.versions = versions;
+        self.group = group;
+        self.reference = reference;
+        self.reference_ends = ends;
         Ok(true)
     }
 
