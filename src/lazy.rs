@@ -55,6 +55,11 @@ impl<T: Clone> Lazy<T> {
         result
     }
 
+    /// The value (or permanent error) if it is loaded; never loads.
+    pub fn get(&self) -> Option<Result<T>> {
+        self.value.get().cloned()
+    }
+
     /// Whether a value (or a permanent error) is kept.
     pub fn is_loaded(&self) -> bool {
         self.value.get().is_some()

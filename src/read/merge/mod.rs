@@ -378,7 +378,14 @@ impl Merged {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let field = self.field(f)?;
-        let size = self.size(f, file)?;
+        // Fixed-size values and validity stream before the cells are counted: the
+        // merge stops at the last cell (a sequential reader needs no counting pass).
+        let streams = !self.counted() && (file == RawFile::Validity || !field.is_var());
+        let size = if streams {
+            u64::MAX
+        } else {
+            self.size(f, file)?
+        };
         let end = offset.saturating_add(len).min(size);
         if offset >= end {
             return Ok(());
@@ -401,8 +408,9 @@ impl Merged {
                 let (a, b) = (offset / per, end.div_ceil(per));
                 let before = out.len();
                 self.gather_fixed(f, file, a, b - a, out)?;
-                // Cut to the bytes asked for (a read need not start at a cell).
-                let skip = (offset - a * per) as usize;
+                // Cut to the bytes asked for (a read need not start at a cell; a
+                // streaming one may end early, at the last cell).
+                let skip = ((offset - a * per) as usize).min(out.len() - before);
                 out.drain(before..before + skip);
                 out.truncate(before + (end - offset) as usize);
                 Ok(())

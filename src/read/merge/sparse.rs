@@ -10,12 +10,16 @@
 //!   stores the negated condition, a cell is kept where it holds, and a comparison with
 //!   a NULL is false. An older version never reappears.
 //!
-//! The merge streams: memory is a block of cells per fragment. One counting pass keeps a
-//! checkpoint (each fragment's position) every [`BLOCK`] output cells, so a read of any
-//! cells restarts from the nearest one.
+//! The merge streams: memory is a block of cells per fragment. A checkpoint (each
+//! fragment's position) every [`BLOCK`] output cells lets a read of any cells restart
+//! from the nearest one. Reads record the checkpoints they pass, from cell 0 on, and
+//! resume where the last one stopped: a sequential reader (`cat`) merges once, and
+//! when it reaches the end the index is complete, with the cell count, without a
+//! separate counting pass. Only what needs the count first (a file's size, offsets,
+//! text) makes one counting pass over the rest.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::array::generic_tile::decode_generic_tile;
 use crate::array::Array;
@@ -41,7 +45,7 @@ struct Delete {
     keep: Condition,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Checkpoint {
     /// The output cell the merge is at.
     out: u64,
@@ -55,6 +59,21 @@ struct Index {
     checkpoints: Vec<Checkpoint>,
 }
 
+/// What reads learned before the index was complete: the checkpoints from cell 0 up to
+/// the furthest any read got (contiguous, as the counting pass would record them), and
+/// where the last read stopped (a sequential reader's next read starts there).
+#[derive(Debug)]
+struct Progress {
+    checkpoints: Vec<Checkpoint>,
+    resume: Option<Checkpoint>,
+}
+
+/// The output cell from which, after a checkpoint at `out`, the next one is recorded
+/// (at the first group boundary at or past it): the next multiple of `every`.
+fn next_checkpoint_after(out: u64, every: u64) -> u64 {
+    (out / every + 1) * every
+}
+
 pub struct SparseMerge {
     order: GlobalOrder,
     at: u64,
@@ -63,6 +82,9 @@ pub struct SparseMerge {
     /// Names of the fields the deletes test, with their datatypes.
     tested: Vec<(String, Datatype, bool)>,
     index: Lazy<Arc<Index>>,
+    progress: Mutex<Progress>,
+    /// Output cells between checkpoints: [`BLOCK`] (small in tests).
+    every: u64,
 }
 
 impl SparseMerge {
@@ -118,7 +140,6 @@ impl SparseMerge {
                 }
             });
         }
-        let _ = sources;
         Ok(SparseMerge {
             order,
             at,
@@ -126,6 +147,14 @@ impl SparseMerge {
             deletes,
             tested,
             index: Lazy::default(),
+            progress: Mutex::new(Progress {
+                checkpoints: vec![Checkpoint {
+                    out: 0,
+                    positions: vec![0; sources.len()],
+                }],
+                resume: None,
+            }),
+            every: BLOCK,
         })
     }
 
@@ -140,17 +169,22 @@ impl SparseMerge {
 
     fn index(&self, merged: &Merged) -> Result<Arc<Index>> {
         self.index.get_or_load(|| {
-            let mut stream = Stream::new(self, merged, &vec![0; merged.sources.len()])?;
-            let mut checkpoints = Vec::new();
+            let start = vec![0; merged.sources.len()];
+            let mut stream = Stream::new(self, merged, &start)?;
+            // The first checkpoint is the start itself, as reads that stream know it.
+            let mut checkpoints = vec![Checkpoint {
+                out: 0,
+                positions: start,
+            }];
             let mut out = 0u64;
-            let mut next_checkpoint = 0u64;
+            let mut next_checkpoint = next_checkpoint_after(0, self.every);
             loop {
                 if out >= next_checkpoint {
                     checkpoints.push(Checkpoint {
                         out,
                         positions: stream.positions(),
                     });
-                    next_checkpoint = (out / BLOCK + 1) * BLOCK;
+                    next_checkpoint = next_checkpoint_after(out, self.every);
                 }
                 match stream.next_group(&mut |_, _| out += 1)? {
                     true => {}
@@ -164,9 +198,93 @@ impl SparseMerge {
         })
     }
 
-    /// Where output cells `[first, first + n)` come from.
+    /// Where output cells `[first, first + n)` come from (fewer past the last cell).
+    /// Before the cells are counted, the merge streams from the nearest point reads
+    /// reached, recording checkpoints on the way (see the module's doc).
     pub fn runs(&self, merged: &Merged, first: u64, n: u64) -> Result<Vec<Run>> {
-        let index = self.index(merged)?;
+        match self.index.get() {
+            Some(index) => {
+                let index = index?;
+                self.runs_indexed(merged, &index, first, n)
+            }
+            None => self.runs_streaming(merged, first, n),
+        }
+    }
+
+    fn runs_streaming(&self, merged: &Merged, first: u64, n: u64) -> Result<Vec<Run>> {
+        let lock = || self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        // Start at the known point nearest before `first`: a checkpoint, or where the
+        // last read stopped; checkpoints follow the last one at or before the start.
+        let (start, mut next_checkpoint) = {
+            let progress = lock();
+            let before = |at: u64| {
+                let k = progress.checkpoints.partition_point(|c| c.out <= at);
+                progress.checkpoints.get(k.saturating_sub(1))
+            };
+            let Some(checkpoint) = before(first) else {
+                return Err(Error::corrupt(Place::file("merge"), "no first checkpoint"));
+            };
+            let start = match &progress.resume {
+                Some(r) if r.out <= first && r.out > checkpoint.out => r.clone(),
+                _ => checkpoint.clone(),
+            };
+            let last = before(start.out).map_or(0, |c| c.out);
+            (start, next_checkpoint_after(last, self.every))
+        };
+        let end = first.saturating_add(n);
+        let mut stream = Stream::new(self, merged, &start.positions)?;
+        let mut out = start.out;
+        let mut recorded = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
+        let mut ended = false;
+        loop {
+            // Exactly where the counting pass records them (see `index`).
+            if out >= next_checkpoint {
+                recorded.push(Checkpoint {
+                    out,
+                    positions: stream.positions(),
+                });
+                next_checkpoint = next_checkpoint_after(out, self.every);
+            }
+            if out >= end {
+                break;
+            }
+            let more = stream.next_group(&mut |source, cell| {
+                if out >= first && out < end {
+                    push_cell(&mut runs, source, cell);
+                }
+                out += 1;
+            })?;
+            if !more {
+                ended = true;
+                break;
+            }
+        }
+        // The stream stopped between groups: the next read may resume here.
+        let mut progress = lock();
+        let known = progress.checkpoints.last().map_or(0, |c| c.out);
+        progress
+            .checkpoints
+            .extend(recorded.into_iter().filter(|c| c.out > known));
+        if !ended {
+            progress.resume = Some(Checkpoint {
+                out,
+                positions: stream.positions(),
+            });
+        }
+        if ended {
+            // Every checkpoint up to the end is known, and the count.
+            let index = Arc::new(Index {
+                cells: out,
+                checkpoints: progress.checkpoints.clone(),
+            });
+            drop(progress);
+            self.index.get_or_load(|| Ok(index))?;
+        }
+        Ok(runs)
+    }
+
+    fn runs_indexed(&self, merged: &Merged, index: &Index, first: u64, n: u64) -> Result<Vec<Run>> {
         let end = first.saturating_add(n).min(index.cells);
         let mut runs: Vec<Run> = Vec::new();
         if first >= end {
@@ -184,17 +302,7 @@ impl SparseMerge {
         while out < end {
             let more = stream.next_group(&mut |source, cell| {
                 if out >= first && out < end {
-                    match runs.last_mut() {
-                        Some(r) if r.source == Some(source) && r.cell + r.count == cell => {
-                            r.count += 1
-                        }
-                        _ => runs.push(Run {
-                            source: Some(source),
-                            cell,
-                            stride: 1,
-                            count: 1,
-                        }),
-                    }
+                    push_cell(&mut runs, source, cell);
                 }
                 out += 1;
             })?;
@@ -203,6 +311,19 @@ impl SparseMerge {
             }
         }
         Ok(runs)
+    }
+}
+
+/// Adds cell `cell` of source `source` to the end of `runs`.
+fn push_cell(runs: &mut Vec<Run>, source: usize, cell: u64) {
+    match runs.last_mut() {
+        Some(r) if r.source == Some(source) && r.cell + r.count == cell => r.count += 1,
+        _ => runs.push(Run {
+            source: Some(source),
+            cell,
+            stride: 1,
+            count: 1,
+        }),
     }
 }
 
@@ -724,4 +845,79 @@ struct Version {
     cell: u64,
     timestamp: u64,
     shown: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::array::OpenOptions;
+    use crate::storage::LocalStore;
+
+    fn open(name: &str, at: Option<u64>, every: u64) -> Merged {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/features")
+            .join(name);
+        let store = Arc::new(LocalStore::open(&path).unwrap());
+        let array = Array::open(store, OpenOptions::default()).unwrap();
+        let engine = Arc::new(ReadEngine::new(64 << 20));
+        let mut merged = Merged::open(engine, &array, at).unwrap();
+        match &mut merged.shape {
+            super::super::Shape::Sparse(s) => s.every = every,
+            _ => panic!("{name} is not sparse"),
+        }
+        merged
+    }
+
+    fn sparse(merged: &Merged) -> &SparseMerge {
+        match &merged.shape {
+            super::super::Shape::Sparse(s) => s,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Reads that stream in steps of any size (resuming, recording checkpoints as they
+    /// go) give the runs the counted index gives, and leave behind the very index the
+    /// counting pass builds: same count, same checkpoints (a missed one would make every
+    /// later random read merge from further back).
+    #[test]
+    fn streaming_reads_build_the_index_the_counting_pass_builds() {
+        let cases = [
+            ("merge_sparse_overlap", None),
+            ("merge_sparse_dups", None),
+            ("merge_deletes_consolidated", None),
+            ("merge_consolidated_partial", Some(2)),
+            ("merge_consolidated_partial", None),
+        ];
+        for (name, at) in cases {
+            for every in [1, 2, 3] {
+                let counted = open(name, at, every);
+                let cells = counted.cell_count().unwrap();
+                assert!(cells > 2, "{name}: {cells} cells");
+                let want = sparse(&counted).index(&counted).unwrap();
+                for step in [1, 2, 5, 64] {
+                    let streamed = open(name, at, every);
+                    let mut first = 0;
+                    loop {
+                        assert!(!streamed.counted() || first >= cells);
+                        let got = streamed.runs(first, step).unwrap();
+                        let expected = counted.runs(first, step).unwrap();
+                        assert_eq!(got, expected, "{name} every {every} step {step} at {first}");
+                        if got.is_empty() {
+                            break;
+                        }
+                        first += step;
+                    }
+                    assert!(streamed.counted(), "{name}: reading to the end counts");
+                    let index = sparse(&streamed).index(&streamed).unwrap();
+                    assert_eq!(index.cells, want.cells, "{name}");
+                    assert_eq!(
+                        index.checkpoints, want.checkpoints,
+                        "{name} every {every} step {step}"
+                    );
+                }
+            }
+        }
+    }
 }
