@@ -14,7 +14,7 @@
 #
 # What it does: installs missing tools (apt-get), makes a venv with TileDB-Py in
 # target/bench/venv, builds fragfs and the zero-serving baseline (examples/zerofs.rs),
-# writes the arrays once into target/bench/ (about 1.3 GB; reused on later runs), runs
+# writes the arrays once into target/bench/ (about 3 GB; reused on later runs), runs
 # `cargo bench --bench decode`, then scripts/bench/run.py, which measures and prints
 # the table (also saved to target/bench/results.txt, raw figures in results.json).
 # See scripts/bench/README.md. About 5 minutes once the data exists (--repeat 5).
