@@ -1146,8 +1146,11 @@ fn check_copy(damage: &Damage, w: &Walk, intact: &Intact, checksummed: bool) -> 
         }
     }
     // The data files' bytes (the JSON files describe the tiles, damage included, and
-    // array.json names the copy's own path).
-    let data_read = w.read.iter().filter(|(path, _)| !path.ends_with(".json"));
+    // array.json and the Zarr group's .zattrs name the copy's own path).
+    let data_read = w.read.iter().filter(|(path, _)| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        !path.ends_with(".json") && ![".zattrs", ".zarray", ".zgroup"].contains(&name)
+    });
     if checksummed && damage.data_file {
         for (path, hash) in data_read.clone() {
             if intact.walk.read.get(path) != Some(hash) {

@@ -559,6 +559,14 @@ impl ArrayTree {
 
     /// Fails with `NotFound` unless the node is there now.
     pub(super) fn zarr_check(&self, w: When, node: &ZNode) -> Result<()> {
+        // The root's `zarr/` follows from the schema, as the root listing shows it: it
+        // stays a folder (whose listing fails) when a fragment cannot be read.
+        if w.is_none() && matches!(node, ZNode::Root) {
+            return match self.has_zarr(None) {
+                true => Ok(()),
+                false => Err(Error::NotFound("zarr/: not a dense array".into())),
+            };
+        }
         let (merged, store) = self.zstore(w)?;
         match node {
             ZNode::Root | ZNode::GroupMeta(_) => Ok(()),
