@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::Result;
 use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits, parse_lines};
 use crate::format::name::{NameGeneration, TimestampedName};
-use crate::storage::{Listed, Store};
+use crate::storage::{Listed, Named, Store};
 
 /// `(name, is folder)` of every entry of a listing.
 fn entries(listing: &[Listed]) -> Vec<(String, bool)> {
@@ -17,14 +17,20 @@ fn entries(listing: &[Listed]) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// A small file found in `listing` (of folder `prefix`), read whole in one request: its
-/// size came with the listing.
-fn read_listed(store: &dyn Store, prefix: &str, listing: &[Listed], name: &str) -> Result<Vec<u8>> {
-    let key = crate::storage::join(prefix, name);
-    match listing.iter().find(|e| e.name == name).and_then(|e| e.size) {
-        Some(size) => store.read_range(&key, 0, size),
-        None => store.read_all(&key),
+/// A small file, read whole: in one request where its size came with the listing.
+fn read_sized(store: &dyn Store, key: &str, size: Option<u64>) -> Result<Vec<u8>> {
+    match size {
+        Some(size) => store.read_range(key, 0, size),
+        None => store.read_all(key),
     }
+}
+
+/// The size a listing gave `name`, if it did.
+fn listed_size(listing: &[Named], name: &str) -> Option<u64> {
+    let i = listing
+        .binary_search_by(|e| e.name.as_str().cmp(name))
+        .ok()?;
+    listing[i].size
 }
 
 /// A fragment folder found on disk.
@@ -83,14 +89,21 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
             .iter()
             .any(|e| e.name == folder && e.is_folder())
     };
+    // Names only: one marker file per fragment, whose sizes nobody needs.
     let commits_listing = if has("__commits") {
-        store.list("__commits")?
+        store.list_names("__commits")?
     } else {
         Vec::new()
     };
-    let commit_files = entries(&commits_listing);
+    let commit_files: Vec<(String, bool)> = commits_listing
+        .iter()
+        .map(|e| (e.name.clone(), e.folder))
+        .collect();
     let root_entries = entries(root_listing);
-    let commit = |name: &str| read_listed(store, "__commits", &commits_listing, name);
+    let commit = |name: &str| {
+        let key = crate::storage::join("__commits", name);
+        read_sized(store, &key, listed_size(&commits_listing, name))
+    };
 
     let mut ignore = BTreeSet::new();
     for (name, is_dir) in &commit_files {
@@ -156,7 +169,11 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         if name.ends_with(".ok") {
             committed.insert(name.clone());
         } else if name.ends_with(".vac") {
-            add_vac(&read_listed(store, "", root_listing, name)?, name);
+            let size = root_listing
+                .iter()
+                .find(|e| e.name == *name)
+                .and_then(|e| e.size);
+            add_vac(&read_sized(store, name, size)?, name);
         }
     }
 

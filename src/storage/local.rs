@@ -17,7 +17,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{check_key, join, past_end, Listed, Pin, RangeRead, Store};
+use super::{check_key, join, past_end, Listed, Named, Pin, RangeRead, Store};
 use crate::error::{Error, Place, Result};
 
 /// Open files kept at most. Far below the usual 1024-descriptor limit, which FUSE and
@@ -197,6 +197,34 @@ impl Store for LocalStore {
                 }
             };
             out.push(Listed { name, size });
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_names(&self, prefix: &str) -> Result<Vec<Named>> {
+        let path = self.path(prefix)?;
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(Place::file(display_key(prefix)), e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(Place::file(display_key(prefix)), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // The kind comes with the directory entry (d_type) on the file systems
+            // arrays live on: no stat. Symbolic links are skipped, as by `list`.
+            let ft = entry
+                .file_type()
+                .map_err(|e| Error::io(Place::file(join(prefix, &name)), e))?;
+            if !ft.is_symlink() {
+                out.push(Named {
+                    name,
+                    folder: ft.is_dir(),
+                    size: None,
+                });
+            }
         }
         out.sort();
         Ok(out)
@@ -500,6 +528,14 @@ mod tests {
             ]
         );
         assert!(store.list("nothing/here").unwrap().is_empty());
+        // Names and kinds alone: the same entries, no sizes (no stat per file).
+        let named = store.list_names("").unwrap();
+        let kinds: Vec<(&str, bool, Option<u64>)> = named
+            .iter()
+            .map(|e| (e.name.as_str(), e.folder, e.size))
+            .collect();
+        assert_eq!(kinds, [("f", false, None), ("sub", true, None)]);
+        assert!(store.list_names("nothing/here").unwrap().is_empty());
         let err = store.size("link").unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         assert!(store.size("../x").is_err());

@@ -35,6 +35,15 @@ impl Listed {
     }
 }
 
+/// One entry of a [`Store::list_names`] listing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Named {
+    pub name: String,
+    pub folder: bool,
+    /// A file's size, where the store had it for free (object storage lists sizes).
+    pub size: Option<u64>,
+}
+
 /// One byte range of an object to read: exactly `len` bytes at `offset`, appended to
 /// `out`.
 #[derive(Debug)]
@@ -61,6 +70,22 @@ pub trait Store: Send + Sync + Debug {
     /// The entries directly under the folder `prefix` (`""` is the root), sorted by
     /// name. A missing folder is empty. Symbolic links are never listed.
     fn list(&self, prefix: &str) -> Result<Vec<Listed>>;
+
+    /// The entries directly under `prefix`, for a caller that needs their names and
+    /// kinds but few sizes: a local folder answers from the directory alone, without a
+    /// `stat` per file (an array's `__commits/` holds a marker per fragment: 10,000
+    /// stats to mount 10,000 fragments). Sorted by name; sizes where they are free.
+    fn list_names(&self, prefix: &str) -> Result<Vec<Named>> {
+        Ok(self
+            .list(prefix)?
+            .into_iter()
+            .map(|e| Named {
+                folder: e.is_folder(),
+                size: e.size,
+                name: e.name,
+            })
+            .collect())
+    }
 
     /// The size of object `key`; a missing object is an error whose errno is ENOENT.
     fn size(&self, key: &str) -> Result<u64>;
