@@ -85,6 +85,7 @@ impl S3Args {
             no_sign_request: self.no_sign_request,
             virtual_hosted: self.addressing,
             retry_timeout: self.retry_timeout,
+            keys: None,
         }
     }
 

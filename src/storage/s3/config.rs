@@ -32,6 +32,9 @@ pub struct S3Options {
     pub virtual_hosted: Option<bool>,
     /// How long a failing request is retried; [`DEFAULT_RETRY_TIMEOUT`] when absent.
     pub retry_timeout: Option<Duration>,
+    /// Access key id and secret given by a program (they win over everything); the
+    /// command line leaves this empty and finds keys as the AWS CLI does.
+    pub keys: Option<(String, String)>,
 }
 
 /// `s3://bucket/prefix`, split.
@@ -206,7 +209,10 @@ pub fn resolve(
         (Some(id), Some(secret)) => Some((id, secret, env("AWS_SESSION_TOKEN"))),
         _ => None,
     };
-    let keys = if options.profile.is_some() {
+    let explicit = options.keys.clone().map(|(id, secret)| (id, secret, None));
+    let keys = if explicit.is_some() {
+        explicit
+    } else if options.profile.is_some() {
         profile_keys.or(env_keys)
     } else {
         env_keys.or(profile_keys)

@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
@@ -111,6 +112,8 @@ struct State {
 struct Inner {
     client: AmazonS3,
     bucket: String,
+    /// How long a failing request is tried again.
+    retry_timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -163,6 +166,7 @@ impl S3Store {
             inner: Arc::new(Inner {
                 client,
                 bucket: location.bucket.clone(),
+                retry_timeout: resolved.retry_timeout,
                 state: Mutex::new(State {
                     cache: ByteCache::new(cache_bytes),
                     windows: Windows::new(max_window),
@@ -341,10 +345,38 @@ fn gap_end(state: &State, full: &str, pos: u64, end: u64) -> u64 {
     end.min(kept).min(fetching)
 }
 
+/// Runs `attempt` until it succeeds, fails for good (a missing object, refused
+/// credentials, bad bytes), or `budget` has passed since the first try, with backoff.
+/// The client retries what it knows (5xx, throttling, connection errors); this catches
+/// what it gives up on early (a connection closed before its answer, a body cut short
+/// where it cannot resume), so every transient failure gets the same time.
+async fn retrying<T, F, Fut>(budget: Duration, mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match attempt().await {
+            Err(e) if e.is_transient() && start.elapsed() < budget => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            result => return result,
+        }
+    }
+}
+
 impl Inner {
+    /// A GET of `full` (the whole object, or `range`), retried within the budget.
+    async fn get(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
+        retrying(self.retry_timeout, || self.get_once(full, range.clone())).await
+    }
+
     /// One GET of `full` (the whole object, or `range`), retried by the client; the
     /// body must be exactly as long as asked.
-    async fn get(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
+    async fn get_once(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
         let path = object_path(full)?;
         let options = GetOptions {
             range: range.clone().map(GetRange::Bounded),
@@ -526,19 +558,20 @@ fn build_client(bucket: &str, r: &config::Resolved) -> Result<AmazonS3> {
         .with_skip_signature(r.no_sign_request)
         .with_retry(RetryConfig {
             backoff: BackoffConfig {
-                init_backoff: std::time::Duration::from_millis(50),
-                max_backoff: std::time::Duration::from_secs(2),
+                init_backoff: Duration::from_millis(50),
+                max_backoff: Duration::from_secs(2),
                 base: 2.0,
             },
-            // Bounded by time, not count: a burst of throttling gets the whole budget.
+            // Bounded by time, not count: a burst of throttling gets the whole budget
+            // (half here; `retrying` tries again within the rest).
             max_retries: usize::MAX,
-            retry_timeout: r.retry_timeout,
+            retry_timeout: r.retry_timeout / 2,
         })
         .with_client_options(
             ClientOptions::new()
                 .with_allow_http(true)
-                .with_connect_timeout(std::time::Duration::from_secs(5))
-                .with_timeout(std::time::Duration::from_secs(120)),
+                .with_connect_timeout(Duration::from_secs(5))
+                .with_timeout(Duration::from_secs(120)),
         );
     if let Some(endpoint) = &r.endpoint {
         builder =
@@ -576,13 +609,19 @@ impl Store for S3Store {
             "" => None,
             f => Some(object_path(f)?),
         };
+        let inner = &self.inner;
         let listing = self
             .runtime
-            .block_on(self.inner.client.list_with_delimiter(path.as_ref()))
-            .map_err(|e| {
-                let shown = format!("{folder}/ (listing)");
-                s3_error(&self.inner.bucket, shown.trim_start_matches('/'), None, e)
-            })?;
+            .block_on(retrying(inner.retry_timeout, || async {
+                inner
+                    .client
+                    .list_with_delimiter(path.as_ref())
+                    .await
+                    .map_err(|e| {
+                        let shown = format!("{folder}/ (listing)");
+                        s3_error(&inner.bucket, shown.trim_start_matches('/'), None, e)
+                    })
+            }))?;
         let mut out = Vec::with_capacity(listing.objects.len() + listing.common_prefixes.len());
         for p in &listing.common_prefixes {
             if let Some(name) = p.filename() {
