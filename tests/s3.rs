@@ -668,3 +668,91 @@ fn mounting_and_listing_10000_fragments_costs_listings_only() {
     assert!(listings <= 100, "{listings} listings");
     println!("{N} fragments: {listings} listings, {} GETs", others.len());
 }
+
+/// Every file of `dir`, relative, sorted (folders walked).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in std::fs::read_dir(dir.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let path = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Groups (nested, SOMA), enumerations, dimension labels, Zarr views and a Filo fragment
+/// serve the same files with the same bytes through S3 as from their folders: both
+/// mounted, every file read.
+#[test]
+fn groups_zarr_and_filo_read_the_same_through_s3() {
+    if !fuse_available("groups, Zarr and Filo through S3") {
+        return;
+    }
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let cases = [
+        features().join("group_nested"),
+        features().join("soma_experiment"),
+        features().join("enumerations"),
+        features().join("dimension_labels"),
+        fixtures().join("dense_2d"),
+        repo().join("tests/fixtures/filo/fragment"),
+    ];
+    let bucket = server.bucket("trees");
+    for (i, local) in cases.iter().enumerate() {
+        upload(local, &bucket.join(i.to_string()));
+    }
+    let root = store(&server.endpoint(), "s3://trees", Duration::from_secs(10));
+    // These files say where the tree is.
+    let says_where = [
+        "array.json",
+        "group.json",
+        ".zattrs",
+        "zarr.json",
+        "fragment.json",
+    ];
+    for (i, local) in cases.iter().enumerate() {
+        let s3_tree = open_store(
+            root.sub(&i.to_string()).unwrap(),
+            Default::default(),
+            16 << 20,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", local.display()));
+        let local_tree =
+            fragfs::view::open_tree(local, Default::default(), Default::default(), 16 << 20)
+                .unwrap();
+        let (a, b) = (TreeMount::new(s3_tree), TreeMount::new(local_tree));
+        let files = files_under(b.path());
+        assert_eq!(files_under(a.path()), files, "{}", local.display());
+        assert!(files.len() > 3);
+        for f in &files {
+            let name = f.file_name().unwrap().to_string_lossy();
+            if says_where.iter().any(|w| name.ends_with(w)) {
+                continue;
+            }
+            let (x, y) = (
+                std::fs::read(a.path().join(f)),
+                std::fs::read(b.path().join(f)),
+            );
+            match (x, y) {
+                (Ok(x), Ok(y)) => assert!(x == y, "{}: {}", local.display(), f.display()),
+                (x, y) => assert_eq!(
+                    x.map_err(|e| e.raw_os_error()),
+                    y.map_err(|e| e.raw_os_error()),
+                    "{}: {}",
+                    local.display(),
+                    f.display()
+                ),
+            }
+        }
+    }
+}
