@@ -90,6 +90,27 @@ impl Fetch {
     }
 }
 
+/// Fetches that must end even if what runs them does not (a panic in the client, a
+/// cancelled task): dropped with fetches still in it, it ends them with an error, so no
+/// reader waits for them forever.
+struct Unfinished {
+    inner: Arc<Inner>,
+    fetches: Vec<Arc<Fetch>>,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        for f in self.fetches.drain(..) {
+            let abandoned = std::io::Error::other(format!(
+                "s3://{}/{} bytes {}..{}: the request was abandoned",
+                self.inner.bucket, f.key, f.range.start, f.range.end
+            ));
+            self.inner
+                .complete(&f, Err(Error::io(Place::file(f.key.as_str()), abandoned)));
+        }
+    }
+}
+
 /// Where a read's bytes come from.
 enum Piece {
     /// Kept bytes starting at this offset.
@@ -218,10 +239,15 @@ impl S3Store {
                 .collect()
         };
         if !own.is_empty() {
+            let mut unfinished = Unfinished {
+                inner: self.inner.clone(),
+                fetches: own.clone(),
+            };
             let inner = &self.inner;
             let results = self.runtime.block_on(futures::future::join_all(
                 own.iter().map(|f| inner.get(full, Some(f.range.clone()))),
             ));
+            unfinished.fetches.clear();
             for (f, r) in own.iter().zip(results) {
                 inner.complete(f, r);
             }
@@ -288,7 +314,12 @@ impl S3Store {
             let inner = self.inner.clone();
             let full = full.to_string();
             self.runtime.spawn(async move {
+                let mut unfinished = Unfinished {
+                    inner: inner.clone(),
+                    fetches: vec![f.clone()],
+                };
                 let r = inner.get(&full, Some(f.range.clone())).await;
+                unfinished.fetches.clear();
                 inner.complete(&f, r);
             });
         }
@@ -800,6 +831,46 @@ impl Store for S3Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn inner() -> Arc<Inner> {
+        let resolved = config::Resolved {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            region: "us-east-1".into(),
+            keys: Some(("k".into(), "s".into(), None)),
+            ..config::Resolved::default()
+        };
+        Arc::new(Inner {
+            client: build_client("bkt", &resolved).unwrap(),
+            bucket: "bkt".into(),
+            retry_timeout: Duration::from_secs(1),
+            state: Mutex::new(State {
+                cache: ByteCache::new(1 << 20),
+                windows: Windows::new(1 << 20),
+                sizes: HashMap::new(),
+                inflight: Vec::new(),
+            }),
+        })
+    }
+
+    /// A fetch whose runner died (a panic, a cancelled task) ends with an error: readers
+    /// waiting for it do not wait forever, and it is no longer under way.
+    #[test]
+    fn abandoned_fetches_end_with_an_error() {
+        let inner = inner();
+        let f = Fetch::new("a/k", 0..10);
+        lock(&inner.state).inflight.push(f.clone());
+        let waiter = {
+            let f = f.clone();
+            std::thread::spawn(move || f.wait())
+        };
+        drop(Unfinished {
+            inner: inner.clone(),
+            fetches: vec![f],
+        });
+        let err = waiter.join().unwrap().unwrap_err().to_string();
+        assert!(err.contains("s3://bkt/a/k bytes 0..10: the request was abandoned"), "{err}");
+        assert!(lock(&inner.state).inflight.is_empty());
+    }
 
     #[test]
     fn server_answers_are_shortened_to_their_code_and_message() {
