@@ -868,7 +868,10 @@ mod tests {
             fetches: vec![f],
         });
         let err = waiter.join().unwrap().unwrap_err().to_string();
-        assert!(err.contains("s3://bkt/a/k bytes 0..10: the request was abandoned"), "{err}");
+        assert!(
+            err.contains("s3://bkt/a/k bytes 0..10: the request was abandoned"),
+            "{err}"
+        );
         assert!(lock(&inner.state).inflight.is_empty());
     }
 
