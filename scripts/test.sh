@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: unit tests, the fixture conformance test, error tests, real FUSE mounts,
-# and (when ../shared is beside the repo) the shared-corpus tests.
+# arrays on a real S3 server (s3s-fs, installed here), and (when ../shared is beside the
+# repo) the shared-corpus tests.
 #
 # The .npy / text checks need numpy, the live-mount test TileDB-Py, the Zarr checks
 # zarr-python and xarray: all are installed
@@ -31,6 +32,20 @@ if ! command -v gdalinfo >/dev/null; then
     else
         echo "could not install gdal-bin: the GDAL checks will say so" >&2
     fi
+fi
+# A real S3 server for tests/s3.rs: s3s-fs from crates.io, built once into the cargo home
+# (about 8 minutes) and found there afterwards.
+S3S_VERSION=0.14.1
+s3s_bin="${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs"
+if ! { [ -x "$s3s_bin" ] && "$s3s_bin" --version 2>/dev/null | grep -q "$S3S_VERSION"; }; then
+    if cargo install s3s-fs --version "$S3S_VERSION" --features binary --locked --quiet; then
+        echo "installed s3s-fs $S3S_VERSION into ${CARGO_HOME:-$HOME/.cargo}/bin"
+    else
+        echo "could not install s3s-fs: the S3 tests will say so" >&2
+    fi
+fi
+if [ -x "$s3s_bin" ]; then
+    export FRAGFS_TEST_S3S="$s3s_bin"
 fi
 log=$(mktemp)
 skips=$(mktemp)

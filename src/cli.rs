@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fragfs::filo::{ColumnType, FormatVersion};
+use fragfs::storage::s3::S3Options;
 use fragfs::view::ChunkOptions;
 
 #[derive(Debug, Parser)]
@@ -26,8 +27,11 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct ArrayArgs {
-    /// The TileDB array folder.
+    /// The TileDB array: a folder, or s3://bucket/path/to/array in S3-compatible object
+    /// storage.
     pub array: PathBuf,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// AES-256-GCM key of an encrypted array (32 bytes of text, or 64 hex digits).
     #[arg(long, env = "FRAGFS_ENCRYPTION_KEY", hide_env_values = true)]
     pub encryption_key: Option<String>,
@@ -40,6 +44,98 @@ pub struct ArrayArgs {
     /// velvia-filo-0.3.0 (0.3.0-0.3.1, whose short UTF8Vector strings differ).
     #[arg(long, value_name = "VERSION", value_parser = parse_filo_version)]
     pub filo_version: Option<FormatVersion>,
+}
+
+/// How to reach an s3:// array. Credentials come as the AWS CLI finds them: the
+/// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN variables, the profiles
+/// of ~/.aws/credentials and ~/.aws/config, then web-identity, container or instance
+/// credentials.
+#[derive(Debug, Args, Default)]
+pub struct S3Args {
+    /// An S3-compatible server (Garage, Ceph RGW, MinIO), e.g. http://127.0.0.1:3900;
+    /// default: AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS S3 itself.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// The bucket's region; default: AWS_REGION, the profile's, else us-east-1.
+    #[arg(long)]
+    pub region: Option<String>,
+    /// A profile of ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE, else
+    /// "default").
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Send anonymous requests (a public bucket).
+    #[arg(long)]
+    pub no_sign_request: bool,
+    /// `path` (host/bucket/key) or `virtual` (bucket.host/key); default: path with
+    /// --endpoint-url, virtual on AWS.
+    #[arg(long, value_name = "STYLE", value_parser = parse_addressing)]
+    pub addressing: Option<bool>,
+    /// How long a failing request (5xx, throttling, connection reset) is retried before
+    /// the read fails with EIO: seconds, or with ms, s, m.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub retry_timeout: Option<std::time::Duration>,
+}
+
+impl S3Args {
+    pub fn options(&self) -> S3Options {
+        S3Options {
+            endpoint_url: self.endpoint_url.clone(),
+            region: self.region.clone(),
+            profile: self.profile.clone(),
+            no_sign_request: self.no_sign_request,
+            virtual_hosted: self.addressing,
+            retry_timeout: self.retry_timeout,
+            keys: None,
+        }
+    }
+
+    /// Takes an `-o` mount option meant for object storage; `Ok(false)` when `option`
+    /// is not one.
+    pub fn set_option(&mut self, option: &str) -> Result<bool, String> {
+        let (key, value) = option.split_once('=').unwrap_or((option, ""));
+        let needs = |v: &str| {
+            if v.is_empty() {
+                Err(format!("mount option {key} needs a value ({key}=...)"))
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        match key {
+            "endpoint_url" | "endpoint" => self.endpoint_url = Some(needs(value)?),
+            "region" => self.region = Some(needs(value)?),
+            "profile" => self.profile = Some(needs(value)?),
+            "no_sign_request" => self.no_sign_request = true,
+            "addressing" => self.addressing = Some(parse_addressing(value)?),
+            "retry_timeout" => self.retry_timeout = Some(parse_duration(value)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// `path` or `virtual` addressing: whether the bucket goes in the host name.
+fn parse_addressing(text: &str) -> Result<bool, String> {
+    match text {
+        "path" => Ok(false),
+        "virtual" => Ok(true),
+        _ => Err(format!("{text:?}: addressing is path or virtual")),
+    }
+}
+
+/// `15`, `15s`, `500ms`, `2m`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (e.g. 15s)"))?;
+    Ok(match unit {
+        "" | "s" => std::time::Duration::from_secs(n),
+        "ms" => std::time::Duration::from_millis(n),
+        "m" => std::time::Duration::from_secs(n * 60),
+        _ => return Err(format!("{text:?}: unknown unit (ms, s or m)")),
+    })
 }
 
 impl ArrayArgs {
@@ -102,7 +198,8 @@ pub enum Command {
         #[arg(short, long)]
         foreground: bool,
         /// Mount options, comma-separated: allow_other, allow_root, auto_unmount (and
-        /// ro, which is always on).
+        /// ro, which is always on); for s3:// arrays also endpoint_url=URL, region=R,
+        /// profile=P, no_sign_request, addressing=path|virtual, retry_timeout=T.
         #[arg(short = 'o', value_name = "OPTIONS", value_delimiter = ',')]
         options: Vec<String>,
         /// Threads serving requests (and as many reading ahead); default: the cores.
@@ -192,6 +289,8 @@ fn helper_arguments(args: &[OsString]) -> Result<Option<Vec<OsString>>, String> 
                         "log_file" => out.extend(["--log-file".into(), value.into()]),
                         "encryption_key" => out.extend(["--encryption-key".into(), value.into()]),
                         "verbose" => out.push("-v".into()),
+                        "endpoint_url" | "endpoint" | "region" | "profile" | "no_sign_request"
+                        | "addressing" | "retry_timeout" => fuse_options.push(opt.to_string()),
                         k if GENERIC_MOUNT_OPTIONS.contains(&k)
                             || k.starts_with("x-")
                             || k == "comment"

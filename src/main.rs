@@ -11,7 +11,7 @@ use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
-use fragfs::view::{open_tree, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
+use fragfs::view::{open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
 fn main() -> ExitCode {
@@ -60,8 +60,9 @@ fn main() -> ExitCode {
 
 fn open(args: &ArrayArgs) -> Result<Arc<dyn FileTree>> {
     let key = args.encryption_key.as_deref().map(parse_key).transpose()?;
-    open_tree(
+    open_source(
         &args.array,
+        &args.s3.options(),
         OpenOptions { key },
         args.chunk_options(),
         DEFAULT_CACHE_SIZE,
@@ -98,7 +99,7 @@ fn run(command: Command) -> Result<()> {
             out.write_all(text.as_bytes()).map_err(io)?;
         }
         Command::Mount {
-            array,
+            mut array,
             mountpoint,
             foreground,
             options,
@@ -124,16 +125,23 @@ fn run(command: Command) -> Result<()> {
                     "allow_root" => fuse.allow_root = true,
                     "auto_unmount" => fuse.auto_unmount = true,
                     "ro" | "" => {}
+                    other
+                        if array
+                            .s3
+                            .set_option(other)
+                            .map_err(fragfs::Error::InvalidArgument)? => {}
                     other => {
                         return Err(fragfs::Error::InvalidArgument(format!(
                             "unknown mount option {other:?} (known: allow_other, allow_root, \
-                             auto_unmount, ro)"
+                             auto_unmount, ro; for s3:// arrays endpoint_url, region, profile, \
+                             no_sign_request, addressing, retry_timeout)"
                         )))
                     }
                 }
             }
             let chunk = array.chunk_options();
             fragfs::mount::run(MountRequest {
+                s3: array.s3.options(),
                 array: array.array,
                 mountpoint,
                 options: OpenOptions { key },

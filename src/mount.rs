@@ -12,12 +12,15 @@ use crate::array::OpenOptions;
 use crate::daemon::{self, Reporter, Signals};
 use crate::error::{Error, Result};
 use crate::fuse::{self, MountConfig};
-use crate::view::{open_tree, ChunkOptions, FileTree};
+use crate::storage::s3::{is_s3_uri, S3Options};
+use crate::view::{open_source, ChunkOptions, FileTree};
 
 /// Everything `fragfs mount` was asked to do.
 #[derive(Debug, Clone)]
 pub struct MountRequest {
     pub array: PathBuf,
+    /// How to reach an `s3://` array.
+    pub s3: S3Options,
     pub mountpoint: PathBuf,
     pub options: OpenOptions,
     /// For a lone Filo chunk file: its column type and writer version.
@@ -47,28 +50,43 @@ pub fn run(request: MountRequest) -> Result<()> {
         ));
     }
     // Opened before forking, so a bad array is reported by the command itself; the view
-    // starts no thread, which keeps the fork below sound.
-    let view = open_tree(
-        &request.array,
-        request.options.clone(),
-        request.chunk,
-        request.cache_size,
-    )?;
+    // starts no thread, which keeps the fork below sound. An S3 store does (its runtime):
+    // it is only checked here, dropped (which joins its threads) and opened again in the
+    // daemon, once the signal mask its threads inherit is set.
+    let view = open(&request)?;
+    let view = if is_s3_uri(&request.array) {
+        drop(view);
+        None
+    } else {
+        Some(view)
+    };
     let reporter = if request.foreground {
         None
     } else {
-        // SAFETY: no thread was started yet: argument parsing, logging set-up and opening
-        // the tree (a store, its listings and schemas) run on this thread alone; the
-        // serving and read-ahead threads start in the child, after the fork.
+        // SAFETY: no thread was started yet, or none is left: argument parsing, logging
+        // set-up and opening the tree (a store, its listings and schemas) run on this
+        // thread alone, and an S3 store's runtime threads were joined when it was dropped
+        // above; the serving, read-ahead and runtime threads start in the child.
         let reporter = unsafe { daemon::daemonize() };
         Some(reporter.map_err(|e| Error::io(Path::new("fork"), e))?)
     };
     serve(view, &request, reporter)
 }
 
+fn open(request: &MountRequest) -> Result<Arc<dyn FileTree>> {
+    open_source(
+        &request.array,
+        &request.s3,
+        request.options.clone(),
+        request.chunk,
+        request.cache_size,
+    )
+}
+
 /// In the daemon (or the foreground process): mount, report, serve, and stop on a signal.
+/// `view` is the tree opened before forking, or `None` to open it here (S3).
 fn serve(
-    view: Arc<dyn FileTree>,
+    view: Option<Arc<dyn FileTree>>,
     request: &MountRequest,
     reporter: Option<Reporter>,
 ) -> Result<()> {
@@ -84,6 +102,13 @@ fn serve(
     let signals = match Signals::block() {
         Ok(s) => s,
         Err(e) => return fail(reporter, Error::io(Path::new("signals"), e)),
+    };
+    let view = match view {
+        Some(view) => view,
+        None => match open(request) {
+            Ok(view) => view,
+            Err(e) => return fail(reporter, e),
+        },
     };
     let mnt = &request.mountpoint;
     // Resolved before mounting: once mounted, resolving the path would ask this very

@@ -177,3 +177,24 @@ fn a_transient_failure_is_tried_again_not_remembered() {
     .unwrap();
     assert_eq!(tree.read_at(node, 0, size).unwrap(), want);
 }
+
+/// A rescan (live refresh) lists the array's own folders only, never one request per
+/// fragment: not for `__fragments/` arrays, nor for formats 1-4, whose fragment folders
+/// sit at the root and are committed by a file inside (found once, then known).
+#[test]
+fn a_rescan_lists_the_arrays_folders_only() {
+    let legacy = tiledb_test_inputs().join("non_split_coords_v1_4_0");
+    // The root, __schema/, __commits/ and __fragments/; a format-4 array has the root.
+    for (array, lists) in [(fixture("consolidated").0, 4), (legacy, 1)] {
+        let store = Arc::new(MemoryStore::from_dir(&array).unwrap());
+        let tree = ArrayTree::open(store.clone(), Default::default(), 64 << 20).unwrap();
+        let live = tree.array().fragments.len();
+        assert!(live >= 1);
+        let before = store.requests();
+        let again = tree.array().rescan().unwrap();
+        let cost = since(&store, before);
+        assert_eq!(again.fragments.len(), live);
+        assert_eq!(cost.lists, lists, "{}: {cost:?}", array.display());
+        assert_eq!(cost.sizes, 0, "{cost:?}");
+    }
+}

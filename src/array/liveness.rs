@@ -82,8 +82,14 @@ const SPECIAL: &[&str] = &[
 ];
 
 /// Finds the live fragments of the array in `store`; `root_entries` is the listing of
-/// its root (which the caller has already).
-pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Liveness> {
+/// its root (which the caller has already). `seen_committed` tells a root-level fragment
+/// folder (formats 1-4) found committed by an earlier scan: its commit marker does not
+/// go away, so a rescan lists only the array's own folders, never one per fragment.
+pub fn find_fragments(
+    store: &dyn Store,
+    root_listing: &[Listed],
+    seen_committed: &dyn Fn(&str) -> bool,
+) -> Result<Liveness> {
     let has = |folder: &str| {
         root_listing
             .iter()
@@ -206,6 +212,7 @@ pub fn find_fragments(store: &dyn Store, root_listing: &[Listed]) -> Result<Live
         };
         let is_committed = match ts.generation {
             NameGeneration::Three => committed.contains(&format!("{name}.ok")),
+            _ if seen_committed(name) => true,
             _ => store
                 .list(name)?
                 .iter()

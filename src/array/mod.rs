@@ -204,7 +204,15 @@ impl Array {
                 store.location()
             )));
         }
-        let live = liveness::find_fragments(&*store, &root)?;
+        let seen_committed = |rel_dir: &str| {
+            previous.is_some_and(|p| {
+                p.fragments
+                    .iter()
+                    .chain(p.replaced.iter().map(|(f, _)| f))
+                    .any(|f| f.rel_dir == rel_dir)
+            })
+        };
+        let live = liveness::find_fragments(&*store, &root, &seen_committed)?;
         // Fragments still there keep their `Fragment` (metadata already parsed, and id).
         let fragment = |f: liveness::FoundFragment| {
             let kept = previous.and_then(|p| {

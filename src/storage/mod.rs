@@ -1,6 +1,7 @@
 //! Where an array's bytes come from. Everything above reads through the [`Store`] trait,
 //! keyed by `/`-separated paths relative to the array (or group, or Filo fragment)
-//! root, so the same code serves a local folder ([`LocalStore`]), object storage, or
+//! root, so the same code serves a local folder ([`LocalStore`]), object storage
+//! ([`S3Store`]), or
 //! bytes held in memory for tests ([`MemoryStore`]). Nothing outside this module opens a
 //! file of an array.
 //!
@@ -12,6 +13,7 @@
 
 pub mod local;
 pub mod memory;
+pub mod s3;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use crate::error::{Error, Place, Result};
 
 pub use local::LocalStore;
 pub use memory::MemoryStore;
+pub use s3::S3Store;
 
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

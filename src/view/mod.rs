@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::filo::{ColumnType, FormatVersion, MANIFEST_FILE};
 use crate::format::group::{sniff_object_type, ObjectType};
 use crate::storage::local::LocalPath;
-use crate::storage::{LocalStore, Store};
+use crate::storage::s3::{is_s3_uri, S3Options};
+use crate::storage::{LocalStore, S3Store, Store};
 
 pub use filo::FiloTree;
 pub use group::GroupTree;
@@ -157,7 +158,25 @@ pub struct ChunkOptions {
     pub version: FormatVersion,
 }
 
-/// Opens what `path` holds, sniffing which tree fits: a Filo fragment folder (it has
+/// Opens what `path` holds, a local path or an `s3://bucket/prefix` URI (reached as
+/// `s3` says). On object storage the cache budget is shared half and half between the
+/// fetched bytes and the decoded chunks, so the whole stays within `cache_size`.
+pub fn open_source(
+    path: &Path,
+    s3: &S3Options,
+    options: OpenOptions,
+    chunk: ChunkOptions,
+    cache_size: u64,
+) -> Result<Arc<dyn FileTree>> {
+    if !is_s3_uri(path) {
+        return open_tree(path, options, chunk, cache_size);
+    }
+    let uri = path.to_string_lossy();
+    let store = S3Store::open(&uri, s3, cache_size / 2)?;
+    open_store(Arc::new(store), options, cache_size - cache_size / 2)
+}
+
+/// Opens what the local `path` holds, sniffing which tree fits: a Filo fragment folder (it has
 /// `filo_fragment.json`), a lone Filo chunk (a file, with `chunk` giving its column
 /// type), or a TileDB array.
 pub fn open_tree(

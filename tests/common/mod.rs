@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod mounting;
+pub mod s3;
 
 use std::path::{Path, PathBuf};
 

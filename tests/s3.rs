@@ -1,0 +1,761 @@
+//! Arrays in S3-compatible object storage, against a real S3 server (s3s-fs, SigV4 on, on
+//! 127.0.0.1; scripts/test.sh installs it): TileDB-Py writing, consolidating and
+//! vacuuming straight into the bucket under a live mount; the repo fixtures and the
+//! whole shared corpus read the same through `fragfs cat` and the mount as from the
+//! folders, per fragment and merged; faults injected by a proxy of the test's own (error
+//! statuses retried, a server gone, truncated bodies, wrong lengths, wrong credentials);
+//! and what reads and listings cost in requests, counted by that proxy.
+//!
+//! Without s3s-fs every test says why and skips (under CI=true that is a failure).
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::mounting::*;
+use common::s3::*;
+use common::*;
+use fragfs::storage::{S3Store, Store};
+use fragfs::view::{open_store, FileTree};
+
+fn fragfs() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fragfs"));
+    aws_env(&mut cmd);
+    cmd
+}
+
+/// An in-process store on `endpoint` (the server or the proxy) rooted at `uri`.
+fn store(endpoint: &str, uri: &str, retry: Duration) -> Arc<S3Store> {
+    Arc::new(
+        S3Store::open(uri, &options(endpoint, retry), 32 << 20)
+            .unwrap_or_else(|e| panic!("{uri}: {e}")),
+    )
+}
+
+/// A tree read directly, without a mount, for the checks.
+struct Direct(Arc<dyn FileTree>);
+
+impl Tree for Direct {
+    fn fragments(&self) -> Result<Vec<String>, String> {
+        Tree::fragments(&*self.0)
+    }
+
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        Tree::read(&*self.0, path)
+    }
+}
+
+/// The name of the one fragment of the array folder `dir`.
+fn only_fragment(dir: &Path) -> String {
+    let names: Vec<String> = std::fs::read_dir(dir.join("__fragments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
+fn first_fragment(expected: &serde_json::Value) -> String {
+    expected["fragments"][0]["fragment_dir"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn repo_fixtures_read_the_same_through_s3_cat_and_mount() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    upload(&fixtures(), &server.bucket("fixtures"));
+    let root = store(&server.endpoint(), "s3://fixtures", Duration::from_secs(10));
+    let merged: std::collections::HashMap<PathBuf, serde_json::Value> =
+        merged_files(&fixtures()).into_iter().collect();
+    let mut failures = Vec::new();
+    let arrays = expected_files(&fixtures());
+    assert!(arrays.len() >= 5);
+    for (array, expected) in &arrays {
+        let rel = array.strip_prefix(fixtures()).unwrap().to_str().unwrap();
+        let result = check_through_s3(&server, &root, rel, array, expected, merged.get(array));
+        if let Err(e) = result {
+            failures.push(format!("{rel}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The array at `rel` of the bucket under `root` against its local folder `array`:
+/// every expected field of every fragment and every merged read through a mount of
+/// the S3 tree (or, without FUSE, the tree itself), and `fragfs cat` of the latest
+/// cells and `fragfs ls -lR` (names and exact sizes) as from the folder.
+fn check_through_s3(
+    server: &S3Server,
+    root: &Arc<S3Store>,
+    rel: &str,
+    array: &Path,
+    expected: &serde_json::Value,
+    merged: Option<&serde_json::Value>,
+) -> Result<(), String> {
+    let sub = root.sub(rel).map_err(|e| e.to_string())?;
+    let tree =
+        open_store(sub, options_for(expected), 32 << 20).map_err(|e| format!("open: {e}"))?;
+    // `fragfs ls -lR` (names and exact sizes; the same code as the command) of the S3
+    // tree, as of the folder, both fresh (a text file's size shows once it was read). These files say where the array is: their sizes differ.
+    let local = open_view(array, expected).map_err(|e| format!("open the folder: {e}"))?;
+    let shown = |tree: &dyn FileTree| -> Result<Vec<String>, String> {
+        let text = fragfs::listing::list(tree, fragfs::view::ROOT, "/", true, true)
+            .map_err(|e| format!("ls -lR: {e}"))?;
+        let says_where = ["array.json", "group.json", ".zattrs", "zarr.json"];
+        Ok(text
+            .lines()
+            .filter(|l| !says_where.iter().any(|w| l.ends_with(w)))
+            .map(String::from)
+            .collect())
+    };
+    if shown(&*tree)? != shown(&local)? {
+        return Err("ls -lR differs through S3".into());
+    }
+    if fuse_available("S3 mounts") {
+        let mount = TreeMount::new(tree.clone());
+        let mounted = Mounted(mount.path().to_path_buf());
+        check_tree(&mounted, expected).map_err(|e| format!("mount: {e}"))?;
+        if let Some(m) = merged {
+            check_merged(&mounted, m).map_err(|e| format!("mount, merged: {e}"))?;
+        }
+    } else {
+        check_tree(&Direct(tree.clone()), expected).map_err(|e| format!("tree: {e}"))?;
+        if let Some(m) = merged {
+            check_merged(&Direct(tree.clone()), m).map_err(|e| format!("tree, merged: {e}"))?;
+        }
+    }
+    // `fragfs cat` of the latest cells, by the command, as from the folder.
+    let uri = format!("{}/{rel}", root.uri());
+    let mut cat = fragfs();
+    cat.args([
+        "cat",
+        &uri,
+        "latest/cells.csv",
+        "--endpoint-url",
+        &server.endpoint(),
+    ]);
+    if let Some(k) = expected["encryption"]["key"].as_str() {
+        cat.args(["--encryption-key", k]);
+    }
+    let through_s3 = cat.output().unwrap();
+    let from_folder = local
+        .resolve("latest/cells.csv")
+        .and_then(|node| read_all(&local, node));
+    match (through_s3.status.success(), from_folder) {
+        (true, Ok(bytes)) if through_s3.stdout == bytes => {}
+        (true, Ok(_)) => return Err("cat latest/cells.csv differs through S3".into()),
+        (false, Err(_)) => {}
+        (_, from_folder) => {
+            return Err(format!(
+                "cat latest/cells.csv: through S3: {}; from the folder: {:?}",
+                String::from_utf8_lossy(&through_s3.stderr).trim(),
+                from_folder.map(|b| b.len())
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_shared_corpus_reads_the_same_through_s3_cat_and_mount() {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return;
+    };
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    upload(&corpus, &server.bucket("corpus"));
+    let root = store(&server.endpoint(), "s3://corpus", Duration::from_secs(10));
+    let mut arrays = Vec::new();
+    let mut merged = std::collections::HashMap::new();
+    for v in std::fs::read_dir(&corpus).unwrap() {
+        let dir = v.unwrap().path();
+        if dir.is_dir() {
+            arrays.extend(expected_files(&dir));
+            merged.extend(merged_files(&dir));
+        }
+    }
+    arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(arrays.len(), 525);
+    let mut failures = Vec::new();
+    for (array, expected) in &arrays {
+        let rel = array.strip_prefix(&corpus).unwrap().to_str().unwrap();
+        if let Err(e) = check_through_s3(&server, &root, rel, array, expected, merged.get(array)) {
+            failures.push(format!("{rel}: {e}"));
+        }
+    }
+    println!("{} corpus arrays through S3", arrays.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn wait_for(mnt: &Path, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let names = Mounted(mnt.to_path_buf()).fragments().unwrap_or_default();
+        if done(&names) {
+            return names;
+        }
+        assert!(
+            start.elapsed() < fragfs::view::REFRESH_INTERVAL + Duration::from_secs(30),
+            "{what}: fragments/ still {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn values(mnt: &Path, fragment: &str) -> Vec<i64> {
+    std::fs::read(mnt.join(format!("fragments/{fragment}/v/values.bin")))
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// TileDB-Py writes, consolidates and vacuums an array in the bucket while `fragfs
+/// mount` (the daemon) shows it: new fragments appear and vacuumed ones vanish.
+#[test]
+fn tiledb_writes_consolidates_and_vacuums_in_the_bucket_under_a_live_mount() {
+    if !fuse_available("live S3 mount") {
+        return;
+    }
+    let Some(python) = python_with("tiledb") else {
+        return;
+    };
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    server.bucket("live");
+    let uri = "s3://live/arrays/live";
+    let tiledb = |args: &[&str]| {
+        let mut cmd = Command::new(&python);
+        aws_env(&mut cmd)
+            .env("FRAGFS_TEST_S3_ENDPOINT", server.endpoint())
+            .arg(repo().join("tests/tiledb_ops.py"))
+            .args(args);
+        run_ok(&mut cmd);
+    };
+    tiledb(&["create", uri]);
+    tiledb(&["write", uri, "1"]);
+    tiledb(&["write", uri, "2"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let log = tmp.path().join("fragfs.log");
+    run_ok(
+        fragfs()
+            .args(["mount", uri])
+            .arg(&mnt)
+            .arg("-o")
+            .arg(format!(
+                "endpoint_url={},region={REGION}",
+                server.endpoint()
+            ))
+            .arg("--log-file")
+            .arg(&log),
+    );
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            force_unmount(self.0);
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let first = wait_for(&mnt, "the first two", |n| n.len() == 2);
+    assert_eq!(
+        values(&mnt, &first[0]),
+        (0..10).map(|x| 1000 + x).collect::<Vec<_>>()
+    );
+    tiledb(&["write", uri, "3"]);
+    let three = wait_for(&mnt, "a new fragment", |n| n.len() == 3);
+    let new = three.iter().find(|n| !first.contains(n)).unwrap();
+    assert_eq!(
+        values(&mnt, new),
+        (20..30).map(|x| 3000 + x).collect::<Vec<_>>()
+    );
+    tiledb(&["consolidate", uri]);
+    tiledb(&["vacuum", uri]);
+    let after = wait_for(&mnt, "vacuum", |n| n.len() == 1 && !three.contains(&n[0]));
+    assert_eq!(
+        &values(&mnt, &after[0])[..30],
+        (0..30).map(|x| 1000 * (x / 10 + 1) + x).collect::<Vec<_>>()
+    );
+    let merged = std::fs::read(mnt.join("latest/v/values.bin")).unwrap();
+    assert_eq!(
+        merged.len(),
+        30 * 8,
+        "the merged view follows (x in 0..30 written)"
+    );
+    assert!(is_mounted(&mnt), "the daemon is alive");
+}
+
+/// A dense array of 16 tiles of 2 MiB (random int64, ZSTD: chunks of 64 KiB), written by
+/// TileDB-Py into `dir` (a folder in a bucket).
+fn write_tiled_array(python: &str, dir: &Path) {
+    let script = r#"
+import sys, numpy as np, tiledb
+uri = sys.argv[1]
+dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 16 * 262144 - 1), tile=262144, dtype=np.int64))
+schema = tiledb.ArraySchema(domain=dom, sparse=False,
+    attrs=[tiledb.Attr("v", dtype=np.int64, filters=[tiledb.ZstdFilter()])])
+tiledb.Array.create(uri, schema)
+with tiledb.open(uri, "w", timestamp=1) as A:
+    A[:] = {"v": np.random.default_rng(7).integers(0, 2**62, 16 * 262144)}
+"#;
+    run_ok(Command::new(python).args(["-c", script]).arg(dir));
+}
+
+/// A 4 KiB read in a cold tile costs at most two GETs (in practice one: the tile, whose
+/// bytes then serve the chunk), whether read from the tree or through the mount by a
+/// random reader (no read-ahead).
+#[test]
+fn a_random_4k_read_of_a_cold_tile_costs_at_most_two_gets() {
+    let Some(python) = python_with("tiledb") else {
+        return;
+    };
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let local = server.bucket("bkt").join("tiled");
+    write_tiled_array(&python, &local);
+    let proxy = Proxy::start(server.port);
+    let s = store(&proxy.endpoint(), "s3://bkt/tiled", Duration::from_secs(10));
+    let tree = open_store(s, Default::default(), 64 << 20).unwrap();
+    let frag = only_fragment(&local);
+    let path = format!("fragments/{frag}/v/values.bin");
+    let node = tree.resolve(&path).unwrap();
+    let local_tree =
+        fragfs::view::open_tree(&local, Default::default(), Default::default(), 16 << 20).unwrap();
+    let want = |offset: u64| {
+        local_tree
+            .read_at(local_tree.resolve(&path).unwrap(), offset, 4096)
+            .unwrap()
+    };
+    // The first read loads the fragment's metadata and the tile offsets.
+    tree.read_at(node, 0, 4096).unwrap();
+    let tile = 2 << 20;
+    for (k, within) in [(9u64, 12345u64), (3, 1 << 20), (14, tile - 4096)] {
+        proxy.reset();
+        let offset = k * tile + within;
+        assert_eq!(tree.read_at(node, offset, 4096).unwrap(), want(offset));
+        let gets: Vec<Seen> = proxy
+            .seen()
+            .into_iter()
+            .filter(|r| r.method != "LIST")
+            .collect();
+        assert!(gets.iter().all(Seen::is_get), "{gets:?}");
+        assert!(!gets.is_empty() && gets.len() <= 2, "tile {k}: {gets:?}");
+    }
+    if !fuse_available("random reads through an S3 mount") {
+        return;
+    }
+    let mount = TreeMount::new(tree.clone());
+    let file = std::fs::File::open(mount.path().join(&path)).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise takes an open descriptor and integers, no memory.
+    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    assert_eq!(advised, 0);
+    for k in [5u64, 11] {
+        proxy.reset();
+        let offset = k * tile + 8192;
+        let mut buf = vec![0u8; 4096];
+        file.read_exact_at(&mut buf, offset).unwrap();
+        assert_eq!(buf, want(offset));
+        let gets = proxy.seen();
+        assert!(gets.iter().all(Seen::is_get), "{gets:?}");
+        assert!(
+            !gets.is_empty() && gets.len() <= 2,
+            "mounted, tile {k}: {gets:?}"
+        );
+    }
+}
+
+/// A sequential reader gets its next bytes fetched ahead, in windows that grow from
+/// about 1 MiB: reading a whole file costs far fewer requests than its tiles, and the
+/// bytes are right.
+#[test]
+fn a_sequential_reader_reads_ahead_in_growing_windows() {
+    let Some(python) = python_with("tiledb") else {
+        return;
+    };
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let local = server.bucket("bkt").join("tiled");
+    write_tiled_array(&python, &local);
+    let proxy = Proxy::start(server.port);
+    let s = store(&proxy.endpoint(), "s3://bkt/tiled", Duration::from_secs(10));
+    let tree = open_store(s.clone(), Default::default(), 256 << 20).unwrap();
+    let frag = only_fragment(&local);
+    let path = format!("fragments/{frag}/v/values.bin");
+    let node = tree.resolve(&path).unwrap();
+    let size = tree.size(node).unwrap();
+    proxy.reset();
+    let mut got = Vec::new();
+    while (got.len() as u64) < size {
+        let part = tree.read_at(node, got.len() as u64, 128 << 10).unwrap();
+        assert!(!part.is_empty());
+        got.extend(part);
+    }
+    let local_tree =
+        fragfs::view::open_tree(&local, Default::default(), Default::default(), 16 << 20).unwrap();
+    assert!(got == read_all(&*local_tree, local_tree.resolve(&path).unwrap()).unwrap());
+    let lens: Vec<u64> = proxy
+        .seen()
+        .iter()
+        .filter(|r| r.is_get())
+        .filter_map(|r| r.range.as_ref())
+        .filter_map(|r| {
+            let (a, b) = r.strip_prefix("bytes=")?.split_once('-')?;
+            Some(b.parse::<u64>().ok()? + 1 - a.parse::<u64>().ok()?)
+        })
+        .collect();
+    assert!(
+        lens.iter().any(|&l| l > 2 << 20),
+        "windows grow past a tile: {lens:?}"
+    );
+}
+
+/// 500s and 503 SlowDown are retried and the read succeeds; truncated bodies and wrong
+/// lengths are errors (never short or wrong bytes); a server gone for longer than the
+/// retry budget gives EIO naming the bucket, key and range, while what was read before
+/// still reads, and reads work again once it is back.
+#[test]
+fn faults_are_retried_or_reported_never_served_as_bytes() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let (array, expected) = fixture("dense_2d");
+    upload(&array, &server.bucket("bkt").join("dense_2d"));
+    let proxy = Proxy::start(server.port);
+    let budget = Duration::from_secs(2);
+    let s = store(&proxy.endpoint(), "s3://bkt/dense_2d", budget);
+    let tree = open_store(s, options_for(&expected), 16 << 20).unwrap();
+    let local = open_view(&array, &expected).unwrap();
+    let frag = first_fragment(&expected);
+    let file = |field: &str| format!("fragments/{frag}/{field}/values.bin");
+    let check = |field: &str| -> fragfs::Result<()> {
+        let got = read_all(&*tree, tree.resolve(&file(field))?)?;
+        assert_eq!(
+            got,
+            read_all(&local, local.resolve(&file(field)).unwrap()).unwrap(),
+            "{field}"
+        );
+        Ok(())
+    };
+    // Error statuses: retried, then the right bytes.
+    proxy.inject(&[Fault::Status(500), Fault::Status(503), Fault::Status(500)]);
+    check("plain").unwrap();
+    assert_eq!(proxy.faults_left(), 0, "every fault was met");
+    // A body cut short: the rest is asked for again (from where it stopped), and the
+    // bytes are right.
+    proxy.inject(&[Fault::Truncate; 3]);
+    check("pd_bwr_lz4").unwrap();
+    assert_eq!(proxy.faults_left(), 0, "every fault was met");
+    // Bodies that never come, or declared short: errors, every time, until they stop.
+    for (fault, field) in [
+        (Fault::Cut, "bs_dd_zstd"),
+        (Fault::ShortLength, "f32_delta_zstd"),
+    ] {
+        proxy.inject(&[fault; 200]);
+        let err = check(field).unwrap_err();
+        assert_eq!(err.errno(), libc::EIO, "{fault:?}: {err}");
+        assert!(
+            err.to_string().contains("s3://bkt/dense_2d/__fragments/"),
+            "{err}"
+        );
+        proxy.clear_faults();
+        check(field).unwrap();
+    }
+    // Gone for longer than the budget: EIO after the budget, naming bucket, key, range.
+    check("md5_i16").unwrap();
+    proxy.set_down(true);
+    let start = Instant::now();
+    let err = check("sha_gzip_f64").unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.errno(), libc::EIO, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("s3://bkt/dense_2d/__fragments/") && text.contains(" bytes "),
+        "{text}"
+    );
+    assert!(
+        took >= budget && took < budget + Duration::from_secs(20),
+        "{took:?}: {text}"
+    );
+    check("md5_i16").unwrap();
+    proxy.set_down(false);
+    check("sha_gzip_f64").unwrap();
+
+    // The same through a mount: the serving daemon survives, serves what it read, and
+    // recovers.
+    if !fuse_available("faults through an S3 mount") {
+        return;
+    }
+    let s = store(&proxy.endpoint(), "s3://bkt/dense_2d", budget);
+    let tree = open_store(s, options_for(&expected), 16 << 20).unwrap();
+    let mount = TreeMount::new(tree);
+    let read = |field: &str| std::fs::read(mount.path().join(file(field)));
+    let before = read("plain").unwrap();
+    proxy.set_down(true);
+    let err = read("f32_delta_zstd").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert_eq!(read("plain").unwrap(), before);
+    proxy.set_down(false);
+    assert_eq!(
+        read("f32_delta_zstd").unwrap(),
+        read_all(&local, local.resolve(&file("f32_delta_zstd")).unwrap()).unwrap()
+    );
+}
+
+/// Wrong credentials, a missing bucket or prefix and an unreachable endpoint: one line
+/// on stderr and exit 1, from `ls` and from `mount` alike (which then mounts nothing).
+#[test]
+fn bad_credentials_buckets_prefixes_and_endpoints_are_one_line() {
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let (array, _) = fixture("sample");
+    upload(&array, &server.bucket("bkt").join("sample"));
+    let unreachable = format!("http://127.0.0.1:{}", {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    });
+    let mnt = tempfile::tempdir().unwrap();
+    let cases: [(&str, String, Option<&str>, &[&str]); 4] = [
+        (
+            "s3://bkt/sample",
+            server.endpoint(),
+            Some("wrong"),
+            &["403", "credentials"],
+        ),
+        (
+            "s3://nobucket/sample",
+            server.endpoint(),
+            None,
+            &["NoSuchBucket"],
+        ),
+        (
+            "s3://bkt/samp",
+            server.endpoint(),
+            None,
+            &["nothing there", "samp/"],
+        ),
+        (
+            "s3://bkt/sample",
+            unreachable,
+            None,
+            &["Connection refused", "retries"],
+        ),
+    ];
+    for (uri, endpoint, secret, words) in cases {
+        for mount in [false, true] {
+            let mut cmd = fragfs();
+            if mount {
+                cmd.args(["mount", uri]).arg(mnt.path());
+            } else {
+                cmd.args(["ls", uri]);
+            }
+            cmd.args(["--endpoint-url", &endpoint, "--retry-timeout", "1s"]);
+            if let Some(secret) = secret {
+                cmd.env("AWS_SECRET_ACCESS_KEY", secret);
+            }
+            let out = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{uri}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{uri}: {stderr}");
+            assert_names(&stderr, words);
+            assert!(!is_mounted(mnt.path()));
+        }
+    }
+    // And the right keys work.
+    run_ok(fragfs().args([
+        "ls",
+        "s3://bkt/sample",
+        "--endpoint-url",
+        &server.endpoint(),
+    ]));
+}
+
+/// Mounting an array of 10,000 fragments and listing them (`ls -l fragments/`) costs
+/// listings (and the schema), never a request per fragment.
+#[test]
+fn mounting_and_listing_10000_fragments_costs_listings_only() {
+    if !fuse_available("10,000 fragments over S3") {
+        return;
+    }
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let (array, _) = fixture("sample");
+    let dir = server.bucket("bkt").join("many");
+    std::fs::create_dir_all(dir.join("__fragments")).unwrap();
+    std::fs::create_dir_all(dir.join("__commits")).unwrap();
+    copy_dir(&array.join("__schema"), &dir.join("__schema"));
+    let one = std::fs::read_dir(array.join("__fragments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let files: Vec<PathBuf> = std::fs::read_dir(&one)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    const N: u64 = 10_000;
+    for i in 0..N {
+        let name = format!("__{t}_{t}_{i:032x}_22", t = i + 1);
+        let frag = dir.join("__fragments").join(&name);
+        std::fs::create_dir(&frag).unwrap();
+        for f in &files {
+            std::fs::hard_link(f, frag.join(f.file_name().unwrap())).unwrap();
+        }
+        std::fs::write(dir.join("__commits").join(format!("{name}.wrt")), b"").unwrap();
+    }
+    let proxy = Proxy::start(server.port);
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    run_ok(
+        fragfs()
+            .args(["mount", "s3://bkt/many"])
+            .arg(&mnt)
+            .args(["--endpoint-url", &proxy.endpoint()]),
+    );
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            force_unmount(self.0);
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let listed: Vec<_> = std::fs::read_dir(mnt.join("fragments"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(listed.len(), N as usize);
+    for e in &listed {
+        e.metadata().unwrap();
+    }
+    let seen = proxy.seen();
+    let listings = seen.iter().filter(|r| r.is_listing()).count();
+    let others: Vec<&Seen> = seen.iter().filter(|r| !r.is_listing()).collect();
+    let schemas = std::fs::read_dir(dir.join("__schema")).unwrap().count();
+    // The mount checks the array, then its daemon opens it: each reads every schema once.
+    assert!(
+        others
+            .iter()
+            .all(|r| r.method == "GET" && r.target.contains("/__schema/")),
+        "{others:?}"
+    );
+    assert!(others.len() <= 2 * schemas, "{others:?}");
+    // __commits/ and __fragments/ take 10 pages each, per open and per refresh.
+    assert!(listings <= 100, "{listings} listings");
+    println!("{N} fragments: {listings} listings, {} GETs", others.len());
+}
+
+/// Every file of `dir`, relative, sorted (folders walked).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in std::fs::read_dir(dir.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let path = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Groups (nested, SOMA), enumerations, dimension labels, Zarr views and a Filo fragment
+/// serve the same files with the same bytes through S3 as from their folders: both
+/// mounted, every file read.
+#[test]
+fn groups_zarr_and_filo_read_the_same_through_s3() {
+    if !fuse_available("groups, Zarr and Filo through S3") {
+        return;
+    }
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let cases = [
+        features().join("group_nested"),
+        features().join("soma_experiment"),
+        features().join("enumerations"),
+        features().join("dimension_labels"),
+        fixtures().join("dense_2d"),
+        repo().join("tests/fixtures/filo/fragment"),
+    ];
+    let bucket = server.bucket("trees");
+    for (i, local) in cases.iter().enumerate() {
+        upload(local, &bucket.join(i.to_string()));
+    }
+    let root = store(&server.endpoint(), "s3://trees", Duration::from_secs(10));
+    // These files say where the tree is.
+    let says_where = [
+        "array.json",
+        "group.json",
+        ".zattrs",
+        "zarr.json",
+        "fragment.json",
+    ];
+    for (i, local) in cases.iter().enumerate() {
+        let s3_tree = open_store(
+            root.sub(&i.to_string()).unwrap(),
+            Default::default(),
+            16 << 20,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", local.display()));
+        let local_tree =
+            fragfs::view::open_tree(local, Default::default(), Default::default(), 16 << 20)
+                .unwrap();
+        let (a, b) = (TreeMount::new(s3_tree), TreeMount::new(local_tree));
+        let files = files_under(b.path());
+        assert_eq!(files_under(a.path()), files, "{}", local.display());
+        assert!(files.len() > 3);
+        for f in &files {
+            let name = f.file_name().unwrap().to_string_lossy();
+            if says_where.iter().any(|w| name.ends_with(w)) {
+                continue;
+            }
+            let (x, y) = (
+                std::fs::read(a.path().join(f)),
+                std::fs::read(b.path().join(f)),
+            );
+            match (x, y) {
+                (Ok(x), Ok(y)) => assert!(x == y, "{}: {}", local.display(), f.display()),
+                (x, y) => assert_eq!(
+                    x.map_err(|e| e.raw_os_error()),
+                    y.map_err(|e| e.raw_os_error()),
+                    "{}: {}",
+                    local.display(),
+                    f.display()
+                ),
+            }
+        }
+    }
+}
