@@ -8,7 +8,7 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,ttfb,
-#                   zarr,squash,decode (default: all)
+#                   zarr,squash,s3,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,ttfb,zarr,squash,decode"
+only="seq,random,rss,many,listing,merged,sparse,ttfb,zarr,squash,s3,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -108,6 +108,14 @@ fi
 # --- binaries
 step "building fragfs and the zero baseline (release)"
 (cd "$ROOT" && cargo build --release --quiet --bin fragfs --example zerofs)
+
+# --- the S3 server of the s3 section: s3s-fs from crates.io, built once into the cargo
+# home (as scripts/test.sh does)
+if [[ ",$only," == *,s3,* ]] && ! command -v s3s-fs >/dev/null &&
+    [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs" ]; then
+    step "cargo install s3s-fs (once, several minutes)"
+    cargo install s3s-fs --version 0.14.1 --features binary --locked --quiet
+fi
 
 # --- arrays: written under a temporary name, renamed when complete
 make_array() { # kind dir

@@ -18,6 +18,8 @@ import os
 import platform
 import random
 import re
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -49,7 +51,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "ttfb", "zarr",
-            "squash", "decode"]
+            "squash", "s3", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -825,6 +827,138 @@ def squash(rep: Report, repeat: int) -> None:
                 med["squash_warm"] / med["fragfs_warm"], target=("≥ 1.50", lambda r: r >= 1.5))
 
 
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "fragfs-bench-key", "AWS_SECRET_ACCESS_KEY": "fragfs-bench-secret",
+           "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+           "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+
+
+def s3s_binary() -> Path | None:
+    found = shutil.which("s3s-fs")
+    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin" / "s3s-fs"
+    return Path(found) if found else (home if home.exists() else None)
+
+
+@contextlib.contextmanager
+def s3_server():
+    """s3s-fs (SigV4 on) on 127.0.0.1 serving the big array as s3://bench/big: its root
+    holds the bucket folder, with the array bind-mounted read-only into it (objects are
+    plain files under the root). Yields the endpoint URL."""
+    binary = s3s_binary()
+    if binary is None:
+        raise RuntimeError("s3s-fs is not installed (bench.sh installs it)")
+    root = BENCH / "s3root"
+    bucket = root / "bench" / "big"
+    bucket.mkdir(parents=True, exist_ok=True)
+    if not os.path.ismount(bucket):
+        subprocess.run(["mount", "--bind", "-o", "ro", BIG, bucket], check=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", str(port),
+                             "--access-key", S3_KEYS["AWS_ACCESS_KEY_ID"],
+                             "--secret-key", S3_KEYS["AWS_SECRET_ACCESS_KEY"], root],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def listening() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(lambda: listening() or proc.poll() is not None, "s3s-fs")
+        if proc.poll() is not None:
+            raise RuntimeError(f"s3s-fs exited with {proc.returncode}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait()
+        subprocess.run(["umount", bucket], check=False)
+
+
+def s3(rep: Report, repeat: int) -> None:
+    """The big array on a local S3 server (s3s-fs on loopback): `cat` of the ZSTD
+    attribute through an S3 mount vs TileDB-Py reading it from the same server, and vs
+    the same fragfs on the local folder; random 4 KiB reads vs TileDB-Py on the same
+    cells (array open); peak RSS with --cache-size 64M. All cold: the page cache (the
+    server's files) dropped and fragfs mounted anew before each read."""
+    frags = fragments()
+    attr, cell = "walk", 8
+    nbytes = len(frags) * 8 * TILE_CELLS * cell
+    files = [values(f, attr) for f in frags]
+    uri = "s3://bench/big"
+    with s3_server() as endpoint:
+        env = {**S3_KEYS, "FRAGFS_BENCH_S3_ENDPOINT": endpoint}
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # for tdb.py, which runs TileDB-Py
+        try:
+            opts = ("--endpoint-url", endpoint)
+            runs: dict[str, list[float]] = {"s3": [], "tiledb": [], "local": []}
+            for _ in range(repeat):
+                settle()
+                with fragfs_foreground(uri, *opts, env=env):
+                    drop_caches()
+                    runs["s3"].append(timed(["cat", *files]))
+                settle()
+                got = tdb("whole", uri, attr)
+                if got["bytes"] != nbytes:
+                    raise RuntimeError(f"TileDB-Py read {got['bytes']} bytes over S3")
+                runs["tiledb"].append(got["seconds"])
+                runs["local"].append(cat_fresh(BIG, files))
+            med = {k: median(v) for k, v in runs.items()}
+            label = f"S3 (loopback): cat {attr} (ZSTD, {nbytes // MIB} MiB)"
+            rep.row(f"{label} vs TileDB-Py from the same server", rate(nbytes, med["s3"]),
+                    f"TileDB-Py {rate(nbytes, med['tiledb'])}", med["tiledb"] / med["s3"],
+                    target=("≥ 1.50", lambda r: r >= 1.5))
+            rep.row(f"{label} vs fragfs on the local folder", rate(nbytes, med["s3"]),
+                    f"local {rate(nbytes, med['local'])}", med["local"] / med["s3"])
+            # Random 4 KiB reads, one fresh mount, as in the random section.
+            rng = random.Random(11)
+            file_size = 8 * TILE_CELLS * cell
+            reads = [(rng.randrange(len(frags)),
+                      rng.randrange(file_size // READ_SIZE) * READ_SIZE)
+                     for _ in range(RANDOM_READS)]
+            settle()
+            with fragfs_foreground(uri, *opts, env=env):
+                fds = [os.open(values(f, attr), os.O_RDONLY) for f in frags]
+                drop_caches()
+                lat, crc = [], 0
+                try:
+                    for frag, off in reads:
+                        t0 = time.perf_counter()
+                        b = os.pread(fds[frag], READ_SIZE, off)
+                        lat.append(time.perf_counter() - t0)
+                        crc = zlib.crc32(b, crc)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+            starts = [frag * 8 * TILE_CELLS + off // cell for frag, off in reads]
+            settle()
+            got = tdb("random", uri, attr, str(READ_SIZE // cell), stdin=json.dumps(starts))
+            if got["crc32"] != crc:
+                raise RuntimeError("S3 random reads: fragfs and TileDB-Py read different bytes")
+            m, tm = median(lat), median(got["latencies"])
+            rep.row(f"S3: random 4 KiB {attr} median vs TileDB-Py from the same server",
+                    secs(m), f"TileDB-Py {secs(tm)}", tm / m,
+                    target=("≥ 10", lambda r: r >= 10))
+            # Peak RSS: every values.bin of the big array through one S3 mount.
+            settle()
+            with fragfs_foreground(uri, *opts, "--cache-size", f"{RSS_CACHE_MIB}M",
+                                   env=env) as proc:
+                drop_caches()
+                timed(["cat", *[values(f, a) for f in frags for a, _, _ in ATTRS]])
+                hwm = vm_hwm_mib(proc.pid)
+            bound = RSS_CACHE_MIB + RSS_SLACK_MIB
+            rep.row(f"S3: peak RSS, --cache-size {RSS_CACHE_MIB}M, all read", f"{hwm:.1f} MiB",
+                    f"bound {bound} MiB", hwm / bound, target=("≤ 1.00", lambda r: r <= 1.0))
+            rep.details["s3"] = {**runs, "random": lat, "tiledb_random": got["latencies"],
+                                 "rss_mib": hwm}
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def decode(rep: Report, path: Path) -> None:
     """The `cargo bench --bench decode` figures that bench.sh saved."""
     if not path.exists():
@@ -910,7 +1044,7 @@ def main() -> None:
             else:
                 {"random": random_reads, "rss": rss, "many": many, "listing": listing,
                  "merged": merged, "sparse": sparse, "ttfb": ttfb, "zarr": zarr_section,
-                 "squash": squash}[name](rep, args.repeat)
+                 "squash": squash, "s3": s3}[name](rep, args.repeat)
     finally:
         unmount()
         if old_group_nice is not None:

@@ -13,6 +13,9 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
     python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
                                                # whole Zarr array (a mount's or a copy)
 
+An `s3://` URI is read from the server at $FRAGFS_BENCH_S3_ENDPOINT (path-style, http,
+with the AWS_* keys of the environment).
+
 Every measurement is cold: the page cache is dropped after the imports, right before
 the clock starts (root only), as bench.sh does before each fragfs measurement; except
 `whole --warm`, where the caller has just read the array's files into the page cache.
@@ -27,6 +30,22 @@ import zlib
 import tiledb
 
 
+def ctx() -> tiledb.Ctx:
+    """TileDB's context: the bench's S3 server when one is given."""
+    endpoint = os.environ.get("FRAGFS_BENCH_S3_ENDPOINT")
+    if not endpoint:
+        return tiledb.Ctx()
+    scheme, host = endpoint.split("://", 1)
+    return tiledb.Ctx({
+        "vfs.s3.endpoint_override": host,
+        "vfs.s3.scheme": scheme,
+        "vfs.s3.use_virtual_addressing": "false",
+        "vfs.s3.aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+        "vfs.s3.aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "vfs.s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+    })
+
+
 def drop_caches() -> None:
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -37,7 +56,7 @@ def whole(uri: str, attr: str, warm: bool) -> dict:
     if not warm:
         drop_caches()
     t0 = time.perf_counter()
-    with tiledb.open(uri) as a:
+    with tiledb.open(uri, ctx=ctx()) as a:
         values = a.query(attrs=[attr])[:][attr]
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "bytes": int(values.nbytes)}
@@ -46,7 +65,7 @@ def whole(uri: str, attr: str, warm: bool) -> dict:
 def random_reads(uri: str, attr: str, cells: int, starts: list) -> dict:
     drop_caches()
     latencies, crc = [], 0
-    with tiledb.open(uri) as a:
+    with tiledb.open(uri, ctx=ctx()) as a:
         # Opening is not timed: the issue asks for reads "with the array already open".
         q = a.query(attrs=[attr])
         for lo in starts:
@@ -63,7 +82,7 @@ def random_reads(uri: str, attr: str, cells: int, starts: list) -> dict:
 def open_time(uri: str) -> dict:
     drop_caches()
     t0 = time.perf_counter()
-    a = tiledb.open(uri)
+    a = tiledb.open(uri, ctx=ctx())
     seconds = time.perf_counter() - t0
     fragments = len(tiledb.array_fragments(uri))
     a.close()
@@ -73,7 +92,7 @@ def open_time(uri: str) -> dict:
 def sparse_all(uri: str, attr: str) -> dict:
     drop_caches()
     t0 = time.perf_counter()
-    with tiledb.open(uri) as a:
+    with tiledb.open(uri, ctx=ctx()) as a:
         values = a.query(attrs=[attr], order="G")[:][attr]
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
@@ -82,7 +101,7 @@ def sparse_all(uri: str, attr: str) -> dict:
 def first(uri: str, attr: str, at: int) -> dict:
     drop_caches()
     t0 = time.perf_counter()
-    with tiledb.open(uri, timestamp=at) as a:
+    with tiledb.open(uri, timestamp=at, ctx=ctx()) as a:
         value = a.query(attrs=[attr])[0:1][attr]
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "value": value.tolist()}
