@@ -49,8 +49,11 @@ use window::Windows;
 /// concurrently, and a reader waits for the piece it needs, not the whole window.
 const PART: u64 = 8 << 20;
 
-/// The largest read-ahead window (also bounded by an eighth of the byte cache, so what
-/// is fetched ahead is still there when the reader gets to it).
+/// The largest read-ahead window (also bounded by a quarter of the byte cache, so what
+/// is fetched ahead is still there when the reader gets to it). A quarter rather than an
+/// eighth: at the default cache (128 MiB of bytes) the window reaches 32 MiB, four 8 MiB
+/// requests in flight, and a sequential `cat` over a loopback server went from 85 to
+/// 134 MB/s (an eighth: 16 MiB, two requests; a half: no faster; 2 MiB parts: slower).
 const MAX_WINDOW: u64 = 64 << 20;
 
 /// Sizes remembered at most; past it the map starts over (a forgotten size costs one
@@ -181,7 +184,7 @@ impl S3Store {
             .enable_all()
             .build()
             .map_err(|e| Error::io("tokio runtime", e))?;
-        let max_window = MAX_WINDOW.min(cache_bytes / 8);
+        let max_window = MAX_WINDOW.min(cache_bytes / 4);
         let store = S3Store {
             runtime: Arc::new(runtime),
             inner: Arc::new(Inner {
