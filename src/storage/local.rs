@@ -169,36 +169,26 @@ impl Store for LocalStore {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<Listed>> {
-        let path = self.path(prefix)?;
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(Place::file(display_key(prefix)), e)),
-        };
+        let folder = self.path(prefix)?;
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(Place::file(display_key(prefix)), e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // Symlinks are not followed: file_type() and metadata() describe the link.
-            let ft = entry
-                .file_type()
-                .map_err(|e| Error::io(Place::file(join(prefix, &name)), e))?;
-            if ft.is_symlink() {
-                continue;
-            }
-            let size = if ft.is_dir() {
+        for entry in self.list_names(prefix)? {
+            let size = if entry.folder {
                 None
             } else {
-                match entry.metadata() {
+                // Not following links (list_names skipped them; one may appear since).
+                match std::fs::symlink_metadata(folder.join(&entry.name)) {
+                    Ok(m) if m.file_type().is_symlink() => continue,
                     Ok(m) => Some(m.len()),
                     // Removed between the listing and now: not there.
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(Error::io(Place::file(join(prefix, &name)), e)),
+                    Err(e) => return Err(Error::io(Place::file(join(prefix, &entry.name)), e)),
                 }
             };
-            out.push(Listed { name, size });
+            out.push(Listed {
+                name: entry.name,
+                size,
+            });
         }
-        out.sort();
         Ok(out)
     }
 

@@ -167,34 +167,18 @@ impl SparseMerge {
         Ok(self.index(merged)?.cells)
     }
 
+    /// The complete index: counting is streaming to the end, from wherever reads got
+    /// to; the stream that reaches the end installs the index.
     fn index(&self, merged: &Merged) -> Result<Arc<Index>> {
-        self.index.get_or_load(|| {
-            let start = vec![0; merged.sources.len()];
-            let mut stream = Stream::new(self, merged, &start)?;
-            // The first checkpoint is the start itself, as reads that stream know it.
-            let mut checkpoints = vec![Checkpoint {
-                out: 0,
-                positions: start,
-            }];
-            let mut out = 0u64;
-            let mut next_checkpoint = next_checkpoint_after(0, self.every);
-            loop {
-                if out >= next_checkpoint {
-                    checkpoints.push(Checkpoint {
-                        out,
-                        positions: stream.positions(),
-                    });
-                    next_checkpoint = next_checkpoint_after(out, self.every);
-                }
-                match stream.next_group(&mut |_, _| out += 1)? {
-                    true => {}
-                    false => break,
-                }
-            }
-            Ok(Arc::new(Index {
-                cells: out,
-                checkpoints,
-            }))
+        if let Some(done) = self.index.get() {
+            return done;
+        }
+        self.runs_streaming(merged, u64::MAX, 0)?;
+        self.index.get().unwrap_or_else(|| {
+            Err(Error::corrupt(
+                Place::file("merge"),
+                "the merge ended without a count",
+            ))
         })
     }
 
@@ -238,7 +222,8 @@ impl SparseMerge {
         let mut runs: Vec<Run> = Vec::new();
         let mut ended = false;
         loop {
-            // Exactly where the counting pass records them (see `index`).
+            // At the first group boundary at or past each multiple of `every`, whoever
+            // streams: so every read records the same checkpoints.
             if out >= next_checkpoint {
                 recorded.push(Checkpoint {
                     out,
