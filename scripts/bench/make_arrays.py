@@ -38,6 +38,17 @@ SMALL_FRAGMENTS = 10_000
 SMALL_CELLS = 4
 
 
+def walk_and_count(rng, n: int, walk_end: float, count_end: int):
+    """The `walk` and `count` series, continued from their last values. A random walk
+    with 4 significant decimals, like a sensor reading (ZSTD gets the sign/exponent and
+    high mantissa bytes, not the noisy low ones); an event counter, mostly +1..+3 per
+    cell with occasional bursts."""
+    walk = np.round(walk_end + np.cumsum(rng.normal(0.0, 0.01, n)), 4)
+    steps = rng.integers(1, 4, n, dtype=np.int64)
+    steps[rng.random(n) < 0.001] += rng.integers(100, 10_000)
+    return walk, count_end + np.cumsum(steps)
+
+
 def big(uri: str) -> None:
     dom = tiledb.Domain(
         tiledb.Dim(name="x", domain=(0, CELLS - 1), tile=TILE, dtype=np.int64)
@@ -57,29 +68,13 @@ def big(uri: str) -> None:
     walk_end, count_end = 100.0, 0
     for f in range(FRAGMENTS):
         t0 = time.monotonic()
-        # Random walk with 4 significant decimals, like a sensor reading: ZSTD gets
-        # the sign/exponent and high mantissa bytes, not the noisy low ones.
-        walk = walk_end + np.cumsum(rng.normal(0.0, 0.01, per))
-        walk = np.round(walk, 4)
-        walk_end = float(walk[-1])
-        # Event counter: mostly +1..+3 per cell, occasional bursts.
-        steps = rng.integers(1, 4, per, dtype=np.int64)
-        steps[rng.random(per) < 0.001] += rng.integers(100, 10_000)
-        count = count_end + np.cumsum(steps)
-        count_end = int(count[-1])
+        walk, count = walk_and_count(rng, per, walk_end, count_end)
+        walk_end, count_end = float(walk[-1]), int(count[-1])
         raw = rng.integers(-(2**31), 2**31 - 1, per, dtype=np.int32)
         with tiledb.open(uri, "w") as a:
             a[f * per : (f + 1) * per] = {"walk": walk, "count": count, "raw": raw}
         print(f"  fragment {f + 1}/{FRAGMENTS} written in {time.monotonic() - t0:.1f} s",
               flush=True)
-
-
-def walk_and_count(rng, n: int, walk_end: float, count_end: int):
-    """The big array's `walk` and `count` series, continued from their last values."""
-    walk = np.round(walk_end + np.cumsum(rng.normal(0.0, 0.01, n)), 4)
-    steps = rng.integers(1, 4, n, dtype=np.int64)
-    steps[rng.random(n) < 0.001] += rng.integers(100, 10_000)
-    return walk, count_end + np.cumsum(steps)
 
 
 def overlap(uri: str) -> None:

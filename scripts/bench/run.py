@@ -230,6 +230,25 @@ def pread_all(fd: int, size: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
+def random_preads(files: list[Path], reads: list[tuple[int, int]]) -> tuple[list[float], int]:
+    """Latencies of 4 KiB `pread`s `(file index, offset)` of the mounted `files`, opened
+    first and the page cache dropped once (nothing of the data cached), and the CRC-32
+    of every byte read, to check a peer read the same cells."""
+    fds = [os.open(f, os.O_RDONLY) for f in files]
+    drop_caches()
+    lat, crc = [], 0
+    try:
+        for i, off in reads:
+            t0 = time.perf_counter()
+            b = os.pread(fds[i], READ_SIZE, off)
+            lat.append(time.perf_counter() - t0)
+            crc = zlib.crc32(b, crc)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return lat, crc
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
 
@@ -414,18 +433,7 @@ def random_reads(rep: Report, repeat: int) -> None:
         # fragments are opened, nothing of the data is cached.
         settle()
         with fragfs_foreground(BIG):
-            fds = [os.open(values(f, attr), os.O_RDONLY) for f in frags]
-            drop_caches()
-            lat, crc = [], 0
-            try:
-                for frag, off in reads:
-                    t0 = time.perf_counter()
-                    b = os.pread(fds[frag], READ_SIZE, off)
-                    lat.append(time.perf_counter() - t0)
-                    crc = zlib.crc32(b, crc)
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            lat, crc = random_preads([values(f, attr) for f in frags], reads)
         # One whole tile, each time through a fresh mount.
         tile_bytes = TILE_CELLS * cell
         t_tile = []
@@ -624,17 +632,8 @@ def merged(rep: Report, repeat: int) -> None:
     offsets = [rng.randrange(cells * 8 // READ_SIZE) * READ_SIZE for _ in range(RANDOM_READS)]
     settle()
     with fragfs_foreground(OVERLAP):
-        fd = os.open(MNT / "latest" / "walk" / "values.bin", os.O_RDONLY)
-        drop_caches()
-        lat, crc = [], 0
-        try:
-            for off in offsets:
-                t0 = time.perf_counter()
-                b = os.pread(fd, READ_SIZE, off)
-                lat.append(time.perf_counter() - t0)
-                crc = zlib.crc32(b, crc)
-        finally:
-            os.close(fd)
+        lat, crc = random_preads([MNT / "latest" / "walk" / "values.bin"],
+                                 [(0, off) for off in offsets])
     settle()
     got = tdb("random", str(OVERLAP), "walk", str(READ_SIZE // 8),
               stdin=json.dumps([off // 8 for off in offsets]))
@@ -918,18 +917,7 @@ def s3(rep: Report, repeat: int) -> None:
                      for _ in range(RANDOM_READS)]
             settle()
             with fragfs_foreground(uri, *opts, env=env):
-                fds = [os.open(values(f, attr), os.O_RDONLY) for f in frags]
-                drop_caches()
-                lat, crc = [], 0
-                try:
-                    for frag, off in reads:
-                        t0 = time.perf_counter()
-                        b = os.pread(fds[frag], READ_SIZE, off)
-                        lat.append(time.perf_counter() - t0)
-                        crc = zlib.crc32(b, crc)
-                finally:
-                    for fd in fds:
-                        os.close(fd)
+                lat, crc = random_preads([values(f, attr) for f in frags], reads)
             starts = [frag * 8 * TILE_CELLS + off // cell for frag, off in reads]
             settle()
             got = tdb("random", uri, attr, str(READ_SIZE // cell), stdin=json.dumps(starts))
