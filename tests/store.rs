@@ -80,6 +80,35 @@ fn opening_and_listing_fragments_cost_listings_and_one_read_per_small_file() {
 }
 
 #[test]
+fn on_a_remote_store_the_next_fragments_metadata_loads_with_the_first() {
+    let (array, expected) = fixture("consolidated");
+    let store = Arc::new(MemoryStore::from_dir(&array).unwrap().as_remote());
+    let tree = ArrayTree::open(store.clone(), options_for(&expected), 64 << 20)
+        .unwrap()
+        .with_refresh_interval(Duration::MAX);
+    let fragments = tree.list(tree.resolve("fragments").unwrap()).unwrap();
+    let live = tree.array().fragments.len() as u64;
+    assert!(live >= 2, "{live} fragments");
+    // Looking inside the first fragment lists the folder and reads the footer of every
+    // fragment after it (up to 16), at once.
+    let before = store.requests();
+    tree.list(fragments[0].ino).unwrap();
+    let inside = since(&store, before);
+    assert_eq!(
+        (inside.lists, inside.sizes, inside.reads),
+        (live, 0, live),
+        "{inside:?}"
+    );
+    assert!(tree.array().fragments.iter().all(|f| f.meta_loaded()));
+    // So looking inside the others asks nothing more.
+    let before = store.requests();
+    for f in &fragments[1..] {
+        tree.list(f.ino).unwrap();
+    }
+    assert_eq!(since(&store, before).total(), 0);
+}
+
+#[test]
 fn a_read_inside_a_cold_tile_costs_two_requests_and_a_cached_chunk_none() {
     let (tree, store, expected) = in_memory("dense_2d");
     let frag = expected["fragments"][0]["fragment_dir"]

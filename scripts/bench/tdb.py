@@ -12,6 +12,8 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
                                                # the first cell (time to first byte)
     python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
                                                # whole Zarr array (a mount's or a copy)
+    python tdb.py upload <folder> <s3-uri>     # copies a local folder's files to S3 by
+                                               # PUT, through TileDB's VFS
 
 An `s3://` URI is read from the server at $FRAGFS_BENCH_S3_ENDPOINT (path-style, http,
 with the AWS_* keys of the environment).
@@ -117,6 +119,24 @@ def zarr_whole(path: str) -> dict:
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
 
 
+def upload(folder: str, uri: str) -> dict:
+    """PUTs every file of `folder` under `uri`. A server answers a GET with the ETag it
+    stored at upload, as S3 does; s3s-fs computes it by hashing the whole object on every
+    GET of a file that was copied into its folder instead, which would make every ranged
+    read cost a read of the whole object, for fragfs and TileDB-Py alike."""
+    vfs = tiledb.VFS(ctx=ctx())
+    count = size = 0
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(parent, name)
+            key = os.path.relpath(path, folder)
+            with open(path, "rb") as src, vfs.open(f"{uri}/{key}", "wb") as dst:
+                data = src.read()
+                dst.write(data)
+            count, size = count + 1, size + len(data)
+    return {"files": count, "bytes": size}
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["whole"] and len(args) in (3, 4) and args[3:] in ([], ["--warm"]):
@@ -131,6 +151,8 @@ def main() -> None:
         out = first(args[1], args[2], int(args[3]))
     elif args[:1] == ["zarr"] and len(args) == 2:
         out = zarr_whole(args[1])
+    elif args[:1] == ["upload"] and len(args) == 3:
+        out = upload(args[1], args[2])
     else:
         sys.exit(__doc__)
     json.dump(out, sys.stdout)

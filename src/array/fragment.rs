@@ -180,7 +180,9 @@ impl Fragment {
     /// Loads the metadata of many fragments at once, on several threads: each load is a
     /// few small reads that mostly wait on the disk (or on a server), so a time-travel
     /// view over thousands of fragments would otherwise queue those waits one by one.
-    /// Errors are left for [`Fragment::meta`] to report, in the caller's order.
+    /// On a local disk a few fragments load faster in turn than threads start; on a
+    /// remote store two already gain a round trip. Errors are left for
+    /// [`Fragment::meta`] to report, in the caller's order.
     pub fn preload_metas(fragments: &[&Arc<Fragment>], schemas: &[SchemaFile]) {
         /// Loads in flight: enough to keep a disk's (or a connection pool's) queue full.
         const THREADS: usize = 16;
@@ -189,12 +191,13 @@ impl Fragment {
             .copied()
             .filter(|f| !f.meta_loaded())
             .collect();
-        if todo.len() < 2 * THREADS {
+        let remote = todo.first().is_some_and(|f| f.store.is_remote());
+        if todo.len() < if remote { 2 } else { 2 * THREADS } {
             return;
         }
         let next = AtomicU64::new(0);
         std::thread::scope(|scope| {
-            for _ in 0..THREADS {
+            for _ in 0..THREADS.min(todo.len()) {
                 scope.spawn(|| {
                     while let Some(f) = todo.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
                         let _ = f.meta(schemas);

@@ -48,6 +48,7 @@ pub struct MemoryStore {
     prefix: String,
     counters: Arc<Counters>,
     walk_window: u64,
+    remote: bool,
     name: String,
 }
 
@@ -58,6 +59,7 @@ impl MemoryStore {
             prefix: String::new(),
             counters: Arc::default(),
             walk_window: 64 << 20,
+            remote: false,
             name: name.to_string(),
         }
     }
@@ -107,6 +109,12 @@ impl MemoryStore {
     /// Sets how much of a tile's start the chunk walk reads in one request.
     pub fn with_walk_window(mut self, bytes: u64) -> MemoryStore {
         self.walk_window = bytes;
+        self
+    }
+
+    /// Answers [`Store::is_remote`] as object storage does.
+    pub fn as_remote(mut self) -> MemoryStore {
+        self.remote = true;
         self
     }
 
@@ -222,6 +230,10 @@ impl Store for MemoryStore {
         self.walk_window
     }
 
+    fn is_remote(&self) -> bool {
+        self.remote
+    }
+
     /// Objects here stay until removed; a pin keeps nothing (as on object storage).
     fn pin(&self, _prefix: &str) -> Result<Pin> {
         Ok(Box::new(()))
@@ -234,6 +246,7 @@ impl Store for MemoryStore {
             prefix: join(&self.prefix, prefix),
             counters: self.counters.clone(),
             walk_window: self.walk_window,
+            remote: self.remote,
             name: self.name.clone(),
         }))
     }

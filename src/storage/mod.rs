@@ -111,6 +111,13 @@ pub trait Store: Send + Sync + Debug {
         64 << 20
     }
 
+    /// Whether every request is a round trip over the network (object storage): small
+    /// reads that a reader will want soon are then worth asking for together, since
+    /// waiting for them one after another costs a round trip each.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// Keeps every object under the folder `prefix` readable until the returned guard is
     /// dropped, even if it is deleted meanwhile (as POSIX keeps an open, removed file
     /// readable): a file open in a fragment that TileDB vacuums reads on. Stores that
