@@ -358,34 +358,13 @@ fn plan(state: &mut State, full: &str, range: Range<u64>, own: &mut Vec<Arc<Fetc
             continue;
         }
         let end = gap_end(state, full, pos, range.end);
-        for part in split_gap(pos..end) {
-            let f = Fetch::new(full, part);
-            state.inflight.push(f.clone());
-            own.push(f.clone());
-            pieces.push(Piece::Fetching(f));
-        }
+        let f = Fetch::new(full, pos..end);
+        state.inflight.push(f.clone());
+        own.push(f.clone());
+        pieces.push(Piece::Fetching(f));
         pos = end;
     }
     pieces
-}
-
-/// The requests that fetch a gap of `range`: one for a small gap; for a larger one,
-/// pieces of at most [`PART`] and at least two, fetched at once, since a response
-/// streams at its own pace and two finish in about half the time of one. A cold tile
-/// (the chunk-header walk reads it whole) then costs two GETs: on the bench's loopback
-/// server the first 4 KiB read in a tile (3.8 MiB stored) went from 29.8 to 15.7 ms
-/// (medians of 59 reads).
-fn split_gap(range: Range<u64>) -> Vec<Range<u64>> {
-    /// Gaps up to this size are one request.
-    const WHOLE: u64 = 1 << 20;
-    let len = range.end - range.start;
-    if len <= WHOLE {
-        return vec![range];
-    }
-    let n = len.div_ceil(PART).max(2);
-    (0..n)
-        .map(|i| range.start + len * i / n..range.start + len * (i + 1) / n)
-        .collect()
 }
 
 /// Where a gap starting at `pos` ends: at `end`, or earlier where kept bytes or a fetch
@@ -861,24 +840,6 @@ impl Store for S3Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn large_gaps_are_fetched_in_at_least_two_pieces_that_cover_them() {
-        assert_eq!(split_gap(10..20), vec![10..20]);
-        assert_eq!(split_gap(0..1 << 20), vec![0..1 << 20]);
-        let m = 1u64 << 20;
-        // A cold tile of 3.8 MiB: two GETs.
-        let tile = split_gap(5..5 + 38 * m / 10);
-        assert_eq!(tile.len(), 2);
-        // 33 MiB: pieces of at most PART.
-        for r in [tile, split_gap(7..7 + 33 * m)] {
-            assert!(r
-                .windows(2)
-                .all(|p| p[0].end == p[1].start && p[0].start < p[0].end));
-            assert!(r.iter().all(|p| p.end - p.start <= PART));
-        }
-        assert_eq!(split_gap(7..7 + 33 * m).len(), 9);
-    }
 
     fn inner() -> Arc<Inner> {
         let resolved = config::Resolved {
