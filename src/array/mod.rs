@@ -305,6 +305,14 @@ impl Array {
         fragment.meta(&self.schemas)
     }
 
+    /// Loads the metadata of every fragment, on several threads where that pays (see
+    /// [`Fragment::preload_metas`]): for the views that describe them all (`info`,
+    /// `array.json`), which would otherwise wait for them one by one.
+    pub fn preload_all_metas(&self) {
+        let all: Vec<&Arc<Fragment>> = self.fragments.iter().collect();
+        Fragment::preload_metas(&all, &self.schemas);
+    }
+
     /// The live fragment in folder `name`.
     pub fn fragment_named(&self, name: &str) -> Option<&Arc<Fragment>> {
         self.by_name.get(name).and_then(|&i| self.fragments.get(i))

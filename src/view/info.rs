@@ -171,6 +171,7 @@ impl ArrayInfo {
                 .map(|a| field(&a.name, a.datatype, a.cell_val_num, a.nullable, &a.filters))
                 .collect(),
         };
+        array.preload_all_metas();
         let fragments = array
             .fragments
             .iter()

@@ -415,6 +415,7 @@ pub fn tiles(
 pub fn array(array: &Array) -> Value {
     let mut versions = std::collections::BTreeSet::new();
     let mut total_cells = 0u64;
+    array.preload_all_metas();
     let fragments: Vec<Value> = array
         .fragments
         .iter()
