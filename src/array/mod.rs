@@ -18,7 +18,7 @@ use crate::format::name::TimestampedName;
 use crate::format::schema::ArraySchema;
 use crate::storage::{Listed, Store};
 
-pub use fragment::{Fragment, FragmentId, FragmentMeta};
+pub use fragment::{Fragment, FragmentId};
 pub use liveness::Ignored;
 
 /// Options that change how an array is read.
@@ -282,27 +282,6 @@ impl Array {
     /// The live fragment with id `id`.
     pub fn fragment(&self, id: FragmentId) -> Option<&Arc<Fragment>> {
         self.by_id.get(&id).and_then(|&i| self.fragments.get(i))
-    }
-
-    /// The metadata of `fragment`. On a remote store, that of its neighbours in the
-    /// list is loaded with it, in parallel: a reader going through the fragments in
-    /// turn (`cat fragments/*/a/values.bin`; a shell expands that glob newest first)
-    /// then waits for one round trip every few fragments instead of one per fragment (on
-    /// the bench's S3 server, 43 ms each: a fifth of a sequential `cat` of 8 fragments).
-    pub fn meta_of(&self, fragment: &Fragment) -> Result<Arc<FragmentMeta>> {
-        /// Neighbours loaded on each side.
-        const NEIGHBOURS: usize = 8;
-        if !fragment.meta_loaded() && self.store.is_remote() {
-            if let Some(&i) = self.by_id.get(&fragment.id) {
-                let around = i.saturating_sub(NEIGHBOURS)..(i + NEIGHBOURS + 1);
-                let batch: Vec<&Arc<Fragment>> = self.fragments
-                    [around.start..around.end.min(self.fragments.len())]
-                    .iter()
-                    .collect();
-                Fragment::preload_metas(&batch, &self.schemas);
-            }
-        }
-        fragment.meta(&self.schemas)
     }
 
     /// Loads the metadata of every fragment, on several threads where that pays (see

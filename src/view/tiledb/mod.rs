@@ -295,7 +295,7 @@ impl ArrayTree {
 
     fn meta(&self, id: FragmentId) -> Result<(Arc<Fragment>, Arc<FragmentMeta>)> {
         let fragment = self.fragment(id)?;
-        let meta = self.array().meta_of(&fragment)?;
+        let meta = fragment.meta(&self.array().schemas)?;
         Ok((fragment, meta))
     }
 
