@@ -240,7 +240,7 @@ impl S3Store {
             let mut state = self.state();
             wanted
                 .iter()
-                .map(|r| plan(&mut state, full, r.clone(), &mut own))
+                .map(|r| plan(&mut state, full, r.clone(), u64::MAX, &mut own))
                 .collect()
         };
         if !own.is_empty() {
@@ -292,29 +292,7 @@ impl S3Store {
     /// [`PART`], except what is kept or being fetched already.
     fn fetch_ahead(&self, full: &str, range: Range<u64>) {
         let mut parts = Vec::new();
-        {
-            let mut state = self.state();
-            let mut pos = range.start;
-            while pos < range.end {
-                if let Some((start, bytes)) = state.cache.segment_at(full, pos) {
-                    pos = start + bytes.len() as u64;
-                    continue;
-                }
-                if let Some(f) = state
-                    .inflight
-                    .iter()
-                    .find(|f| f.key == full && f.range.contains(&pos))
-                {
-                    pos = f.range.end;
-                    continue;
-                }
-                let end = gap_end(&state, full, pos, range.end).min(pos + PART);
-                let f = Fetch::new(full, pos..end);
-                state.inflight.push(f.clone());
-                parts.push(f);
-                pos = end;
-            }
-        }
+        plan(&mut self.state(), full, range, PART, &mut parts);
         for f in parts {
             let inner = self.inner.clone();
             let full = full.to_string();
@@ -337,9 +315,15 @@ impl S3Store {
 }
 
 /// Plans a read of `range` of `full`: kept bytes where there are some, fetches under way
-/// where they cover it, and new fetches (registered, so other readers wait for them
-/// rather than ask again, and pushed to `own`) for the gaps.
-fn plan(state: &mut State, full: &str, range: Range<u64>, own: &mut Vec<Arc<Fetch>>) -> Vec<Piece> {
+/// where they cover it, and new fetches of at most `largest` bytes each (registered, so
+/// other readers wait for them rather than ask again, and pushed to `own`) for the gaps.
+fn plan(
+    state: &mut State,
+    full: &str,
+    range: Range<u64>,
+    largest: u64,
+    own: &mut Vec<Arc<Fetch>>,
+) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut pos = range.start;
     while pos < range.end {
@@ -357,7 +341,7 @@ fn plan(state: &mut State, full: &str, range: Range<u64>, own: &mut Vec<Arc<Fetc
             pieces.push(Piece::Fetching(f.clone()));
             continue;
         }
-        let end = gap_end(state, full, pos, range.end);
+        let end = gap_end(state, full, pos, range.end).min(pos.saturating_add(largest));
         let f = Fetch::new(full, pos..end);
         state.inflight.push(f.clone());
         own.push(f.clone());
