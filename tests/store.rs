@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use fragfs::storage::memory::Requests;
 use fragfs::storage::{MemoryStore, Store};
-use fragfs::view::{ArrayTree, FileTree};
+use fragfs::view::{ArrayTree, FileTree, Ino};
 
 /// `fixture` served from memory, with the fragment list never refreshed by itself (so
 /// the counts do not depend on how fast the test runs).
@@ -32,6 +32,23 @@ fn since(store: &MemoryStore, before: Requests) -> Requests {
         ranges: now.ranges - before.ranges,
         bytes: now.bytes - before.bytes,
     }
+}
+
+/// Listing the fragment folder `ino` asks the store for one listing (of the fragment's
+/// files) and one read (its footer), nothing else.
+fn assert_looking_inside_costs_a_listing_and_a_footer(
+    tree: &ArrayTree,
+    store: &MemoryStore,
+    ino: Ino,
+) {
+    let before = store.requests();
+    tree.list(ino).unwrap();
+    let inside = since(store, before);
+    assert_eq!(
+        (inside.lists, inside.sizes, inside.reads),
+        (1, 0, 1),
+        "{inside:?}"
+    );
 }
 
 #[test]
@@ -69,14 +86,7 @@ fn opening_and_listing_fragments_cost_listings_and_one_read_per_small_file() {
     assert_eq!(since(&store, before).total(), 0);
     // Looking inside one fragment lists its folder (the sizes of all its files) and
     // reads its footer: two requests.
-    let before = store.requests();
-    tree.list(fragments[0].ino).unwrap();
-    let inside = since(&store, before);
-    assert_eq!(
-        (inside.lists, inside.sizes, inside.reads),
-        (1, 0, 1),
-        "{inside:?}"
-    );
+    assert_looking_inside_costs_a_listing_and_a_footer(&tree, &store, fragments[0].ino);
 }
 
 #[test]
@@ -90,14 +100,7 @@ fn on_a_remote_store_metadata_is_read_on_first_use_and_views_of_all_load_it_toge
     let live = tree.array().fragments.len();
     assert!(live >= 2, "{live} fragments");
     // Looking inside one fragment reads that fragment's metadata only, remote or not.
-    let before = store.requests();
-    tree.list(fragments[0].ino).unwrap();
-    let inside = since(&store, before);
-    assert_eq!(
-        (inside.lists, inside.sizes, inside.reads),
-        (1, 0, 1),
-        "{inside:?}"
-    );
+    assert_looking_inside_costs_a_listing_and_a_footer(&tree, &store, fragments[0].ino);
     let loaded = |tree: &ArrayTree| -> usize {
         tree.array()
             .fragments
