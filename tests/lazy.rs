@@ -4,6 +4,8 @@
 mod common;
 
 use common::*;
+use fragfs::storage::memory::Access;
+use fragfs::storage::MemoryStore;
 use fragfs::view::{ArrayTree, FileTree, Ino};
 
 /// The `dense_basic` fixture (4 tiles of 16 cells, one chunk each, per field) and the
@@ -127,4 +129,78 @@ fn read_ahead_walks_the_coming_chunk_headers_and_decodes_nothing() {
     let json = view.resolve("array.json").unwrap();
     view.read_ahead(json, 0, 100).unwrap();
     assert_eq!(view.chunks_decoded(), 0);
+}
+
+#[test]
+fn read_ahead_to_the_end_of_a_file_prepares_the_same_file_of_the_next_fragment() {
+    // `cat fragments/*/f64_zstd/values.bin` reads the fragments' files one after the
+    // other: when read-ahead reaches the end of one, the next one's start is prepared
+    // (its metadata read, its chunk headers walked; nothing decoded).
+    let (view, frag) = dense_basic();
+    let fragments = view.array().fragments.clone();
+    assert_eq!(fragments.len(), 2);
+    assert_eq!(fragments[0].name, frag);
+    let node = values_bin(&view, &frag, "f64_zstd");
+    let size = view.size(node).unwrap();
+    assert!(fragments[0].meta_loaded() && !fragments[1].meta_loaded());
+    // Short of the end: this fragment only.
+    view.read_ahead(node, 0, size - 1).unwrap();
+    assert!(!fragments[1].meta_loaded(), "read-ahead short of the end");
+    let cached = view.cache_used();
+    // To the end: the next fragment's file too.
+    view.read_ahead(node, size / 2, size - size / 2).unwrap();
+    assert!(fragments[1].meta_loaded(), "the next fragment is prepared");
+    assert!(view.cache_used() > cached, "its chunk indexes are cached");
+    assert_eq!(view.chunks_decoded(), 0, "read-ahead decodes no chunk");
+    // Its last fragment's file has no next one; a remote store never prepares one (it
+    // would read metadata before its first use).
+    let last = values_bin(&view, &fragments[1].name, "f64_zstd");
+    view.read_ahead(last, 0, view.size(last).unwrap()).unwrap();
+    let (array, expected) = fixture("dense_basic");
+    let store = std::sync::Arc::new(MemoryStore::from_dir(&array).unwrap().as_remote());
+    let remote = ArrayTree::open(store, options_for(&expected), 64 << 20).unwrap();
+    let node = values_bin(&remote, &frag, "f64_zstd");
+    remote.read_ahead(node, 0, size).unwrap();
+    assert!(
+        !remote.array().fragments[1].meta_loaded(),
+        "remote: not prepared"
+    );
+}
+
+#[test]
+fn read_ahead_brings_in_and_walks_one_tile_after_the_other() {
+    // Each tile's chunk headers are walked right after its bytes are asked for, so the
+    // reader finds each tile's index ready as soon as its bytes are, not once the whole
+    // range has been read.
+    let (array, expected) = fixture("dense_basic");
+    let store = std::sync::Arc::new(MemoryStore::from_dir(&array).unwrap());
+    let view = ArrayTree::open(store.clone(), options_for(&expected), 64 << 20).unwrap();
+    let (_, frag) = dense_basic();
+    let fields = expected["fragments"][0]["fields"].as_array().unwrap();
+    let field = fields.iter().find(|f| f["name"] == "f64_zstd").unwrap();
+    let file = format!("{frag}/{}", field["files"]["data"].as_str().unwrap());
+    let node = values_bin(&view, &frag, "f64_zstd");
+    let size = view.size(node).unwrap();
+    store.keep_journal();
+    view.read_ahead(node, 0, size).unwrap();
+    let mut tiles = Vec::new();
+    for access in store.journal_entries() {
+        match access {
+            Access::ReadAhead { key, offset, len } if key.ends_with(&file) => {
+                if let Some(&(_, end)) = tiles.last() {
+                    assert!(offset >= end, "tile at {offset} asked for before {end}");
+                }
+                tiles.push((offset, offset + len));
+            }
+            Access::Read { key, offset, len } if key.ends_with(&file) => {
+                let &(start, end) = tiles.last().expect("a read before any read-ahead");
+                assert!(
+                    start <= offset && offset + len <= end,
+                    "read {offset}+{len} outside the last tile asked for ({start}..{end})"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(tiles.len(), 4, "one read-ahead per tile: {tiles:?}");
 }

@@ -141,21 +141,17 @@ impl FieldReader<'_> {
             RawFile::Values | RawFile::Offsets => &[FileRole::Data],
             RawFile::Validity => &[FileRole::Validity],
         };
-        let mut files = Vec::with_capacity(roles.len());
-        for &role in roles {
-            let tf = self.tile_file(role)?;
-            let (start, _) = tf.tile_span(first)?;
-            let (last_start, last_len) = tf.tile_span(last)?;
-            let stop = last_start.saturating_add(last_len);
-            if stop > start {
-                tf.read_ahead(start, stop - start);
-            }
-            files.push((role, tf));
-        }
-        // Then the tiles' chunk headers, a small read per chunk: walked here, they are
-        // cached when the reader reaches each tile.
+        let files = roles
+            .iter()
+            .map(|&role| Ok((role, self.tile_file(role)?)))
+            .collect::<Result<Vec<_>>>()?;
+        // Tile by tile, in the reader's order: each tile brought in, then its chunk
+        // headers walked (a small read per chunk, from the page cache now), so each
+        // tile's index is ready as soon as its bytes are, not after the whole range.
         for k in first..=last {
             for (role, tf) in &files {
+                let (start, len) = tf.tile_span(k)?;
+                tf.read_ahead(start, len);
                 self.chunk_index(tf, *role, k)?;
             }
         }

@@ -1,7 +1,9 @@
 //! Objects held in memory: the test store. It counts what it is asked (listings, size
 //! requests, reads and bytes), so tests can state what a listing or a random read costs
 //! in requests, which is what matters on object storage; and it can fail on purpose, so
-//! tests can check that a transient failure is retried rather than remembered.
+//! tests can check that a transient failure is retried rather than remembered. It can
+//! also keep a journal of reads and read-ahead hints, in order, for tests of the order in
+//! which a reader asks for bytes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,8 +31,17 @@ impl Requests {
     }
 }
 
+/// One request, as the journal keeps it (a read of several ranges: one entry each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    Read { key: String, offset: u64, len: u64 },
+    ReadAhead { key: String, offset: u64, len: u64 },
+}
+
 #[derive(Debug, Default)]
 struct Counters {
+    /// Every access in order, once [`MemoryStore::keep_journal`] was called.
+    journal: Mutex<Option<Vec<Access>>>,
     lists: AtomicU64,
     sizes: AtomicU64,
     reads: AtomicU64,
@@ -121,6 +132,29 @@ impl MemoryStore {
     /// The next `n` reads fail with a transient I/O error (as a network store's 503).
     pub fn fail_next_reads(&self, n: u64) {
         self.counters.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// Starts (or restarts) the journal of reads and read-ahead hints.
+    pub fn keep_journal(&self) {
+        *self.journal() = Some(Vec::new());
+    }
+
+    /// The accesses since [`MemoryStore::keep_journal`], in order.
+    pub fn journal_entries(&self) -> Vec<Access> {
+        self.journal().clone().unwrap_or_default()
+    }
+
+    fn journal(&self) -> std::sync::MutexGuard<'_, Option<Vec<Access>>> {
+        self.counters
+            .journal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn note(&self, access: Access) {
+        if let Some(journal) = self.journal().as_mut() {
+            journal.push(access);
+        }
     }
 
     pub fn requests(&self) -> Requests {
@@ -218,12 +252,25 @@ impl Store for MemoryStore {
             }
         }
         for r in ranges.iter_mut() {
+            self.note(Access::Read {
+                key: key.to_string(),
+                offset: r.offset,
+                len: r.len,
+            });
             c.ranges.fetch_add(1, Ordering::SeqCst);
             c.bytes.fetch_add(r.len, Ordering::SeqCst);
             r.out
                 .extend_from_slice(&object[r.offset as usize..(r.offset + r.len) as usize]);
         }
         Ok(())
+    }
+
+    fn read_ahead(&self, key: &str, offset: u64, len: u64) {
+        self.note(Access::ReadAhead {
+            key: key.to_string(),
+            offset,
+            len,
+        });
     }
 
     fn walk_window(&self) -> u64 {
