@@ -145,13 +145,29 @@ impl FieldReader<'_> {
             .iter()
             .map(|&role| Ok((role, self.tile_file(role)?)))
             .collect::<Result<Vec<_>>>()?;
-        // Tile by tile, in the reader's order: each tile brought in, then its chunk
-        // headers walked (a small read per chunk, from the page cache now), so each
-        // tile's index is ready as soon as its bytes are, not after the whole range.
+        // An object store fetches read-ahead in the background: the whole range is asked
+        // for first, so all its requests are in flight while the headers are walked. A
+        // local store reads ahead on this thread: tile by tile, in the reader's order,
+        // each tile brought in and then its chunk headers walked (a small read per
+        // chunk, from the page cache now), so each tile's index is ready as soon as its
+        // bytes are, not once the whole range is in.
+        let remote = self.meta.store().is_remote();
+        if remote {
+            for (_, tf) in &files {
+                let (start, _) = tf.tile_span(first)?;
+                let (last_start, last_len) = tf.tile_span(last)?;
+                let stop = last_start.saturating_add(last_len);
+                if stop > start {
+                    tf.read_ahead(start, stop - start);
+                }
+            }
+        }
         for k in first..=last {
             for (role, tf) in &files {
-                let (start, len) = tf.tile_span(k)?;
-                tf.read_ahead(start, len);
+                if !remote {
+                    let (start, len) = tf.tile_span(k)?;
+                    tf.read_ahead(start, len);
+                }
                 self.chunk_index(tf, *role, k)?;
             }
         }
