@@ -868,8 +868,9 @@ impl FileTree for ArrayTree {
     }
 
     /// Prepares what a read of the range will need: for field files, their stored tiles
-    /// are brought into the page cache and their chunk headers walked (nothing decoded);
-    /// text files are rendered into the cache, block by block.
+    /// are brought into the page cache and their chunk headers walked (nothing decoded),
+    /// and at a file's end the start of the same file in the next fragment; text files
+    /// are rendered into the cache, block by block.
     fn read_ahead(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
         let node = self.node(ino)?;
         if let Some((_, tree, i)) = self.in_label(&node)? {
