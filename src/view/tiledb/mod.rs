@@ -305,7 +305,7 @@ impl ArrayTree {
     }
 
     /// Read-ahead of `[offset, offset + len)` of field `i`'s `raw` file in fragment `id`,
-    /// and, when that reaches the end of the file, of the next fragment's file.
+    /// and of the next fragment's when that reaches the end of the file.
     fn read_ahead_field(
         &self,
         id: FragmentId,
@@ -315,31 +315,22 @@ impl ArrayTree {
         len: u64,
     ) -> Result<()> {
         let to_the_end = self.with_field(id, i, |r| {
+            r.read_ahead(raw, offset, len)?;
             let size = r.size(raw)?;
             Ok(offset < size && offset.saturating_add(len) >= size)
         })?;
-        if !to_the_end || self.array().store.is_remote() {
-            return self.with_field(id, i, |r| r.read_ahead(raw, offset, len));
+        if to_the_end {
+            self.read_ahead_next_fragment(id, i, raw)?;
         }
-        // The next fragment's file on a second thread, at the same time as the rest of
-        // this one: the disk reads two streams faster than one (scripts/bench/README.md).
-        std::thread::scope(|scope| {
-            let next = scope.spawn(|| self.read_ahead_next_fragment(id, i, raw));
-            let here = self.with_field(id, i, |r| r.read_ahead(raw, offset, len));
-            let next = next
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            here.and(next)
-        })
+        Ok(())
     }
 
     /// Read-ahead has reached the end of field `i`'s `raw` file in fragment `id`: the
     /// start of the same file in the next fragment is prepared too. `cat
     /// fragments/*/a/values.bin` reads them one after the other, and without this the
     /// disk idles from the end of one file until the reader's first read of the next
-    /// (cold unfiltered reads: +16%, +7% more on a thread of its own; the bench README).
-    /// Local arrays only: on object storage it would read the next fragment's metadata
-    /// before its first use.
+    /// (cold unfiltered reads: +16%, scripts/bench/README.md). Local arrays only: on
+    /// object storage it would read the next fragment's metadata before its first use.
     fn read_ahead_next_fragment(&self, id: FragmentId, i: usize, raw: RawFile) -> Result<()> {
         let array = self.array();
         if array.store.is_remote() {
