@@ -314,24 +314,26 @@ impl ArrayTree {
         offset: u64,
         len: u64,
     ) -> Result<()> {
-        let to_the_end = self.with_field(id, i, |r| {
+        // The field's name when the range reaches the end of the file.
+        let at_the_end = self.with_field(id, i, |r| {
             r.read_ahead(raw, offset, len)?;
             let size = r.size(raw)?;
-            Ok(offset < size && offset.saturating_add(len) >= size)
+            let to_the_end = offset < size && offset.saturating_add(len) >= size;
+            Ok(to_the_end.then(|| r.field.name.clone()))
         })?;
-        if to_the_end {
-            self.read_ahead_next_fragment(id, i, raw)?;
+        match at_the_end {
+            Some(name) => self.read_ahead_next_fragment(id, &name, raw),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Read-ahead has reached the end of field `i`'s `raw` file in fragment `id`: the
+    /// Read-ahead has reached the end of field `name`'s `raw` file in fragment `id`: the
     /// start of the same file in the next fragment is prepared too. `cat
     /// fragments/*/a/values.bin` reads them one after the other, and without this the
     /// disk idles from the end of one file until the reader's first read of the next
     /// (cold unfiltered reads: +16%, scripts/bench/README.md). Local arrays only: on
     /// object storage it would read the next fragment's metadata before its first use.
-    fn read_ahead_next_fragment(&self, id: FragmentId, i: usize, raw: RawFile) -> Result<()> {
+    fn read_ahead_next_fragment(&self, id: FragmentId, name: &str, raw: RawFile) -> Result<()> {
         let array = self.array();
         if array.store.is_remote() {
             return Ok(());
@@ -344,12 +346,8 @@ impl ArrayTree {
         else {
             return Ok(());
         };
-        let (_, meta) = self.meta(id)?;
-        let Some(name) = meta.fields.get(i).map(|f| &f.name) else {
-            return Ok(());
-        };
         let (_, next_meta) = self.meta(next.id)?;
-        let Some(j) = next_meta.fields.iter().position(|f| &f.name == name) else {
+        let Some(j) = next_meta.fields.iter().position(|f| f.name == name) else {
             return Ok(());
         };
         self.with_field(next.id, j, |r| r.read_ahead(raw, 0, NEXT_FRAGMENT_AHEAD))
