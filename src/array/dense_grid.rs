@@ -144,6 +144,27 @@ impl DenseGrid {
         tile.checked_mul(self.cells_per_tile)?.checked_add(cell)
     }
 
+    /// The fragment's tiles as one box, per dimension its first coordinate and its
+    /// length, when the stored cells are exactly that box in row-major order (the last
+    /// dimension fastest): the cells of a tile in row-major order, and one tile along
+    /// every dimension but the first. `None` otherwise: the cells then go tile by tile.
+    pub fn row_major_box(&self) -> Option<Vec<(i128, u64)>> {
+        let mut stride = 1u64;
+        for (d, a) in self.axes.iter().enumerate().rev() {
+            if a.cell_stride != stride || (d > 0 && a.tiles != 1) {
+                return None;
+            }
+            stride = stride.checked_mul(a.extent as u64)?;
+        }
+        self.axes
+            .iter()
+            .map(|a| {
+                let low = a.domain_low + a.first_tile * a.extent;
+                Some((low, a.tiles.checked_mul(a.extent as u64)?))
+            })
+            .collect()
+    }
+
     /// How far apart, in storage order, two cells are that differ by one along `dim`
     /// within a tile.
     pub fn cell_stride(&self, dim: usize) -> u64 {

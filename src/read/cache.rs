@@ -142,6 +142,11 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         self.lock().map.contains_key(key)
     }
 
+    /// The bound, in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     /// Bytes held now.
     pub fn used(&self) -> u64 {
         self.lock().used

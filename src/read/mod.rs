@@ -41,8 +41,7 @@ impl RawFile {
 }
 
 /// Identifies one cached item: a chunk index of a tile, a decoded chunk, a string-mode
-/// tile; or an item a view derives (a rendered JSON file, a text file's index or one of
-/// its blocks), named by the view.
+/// tile. (What the views derive is cached by the views: `view::cache`.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CacheKey {
     Tile {
@@ -51,14 +50,6 @@ pub enum CacheKey {
         role: FileRole,
         tile: u64,
         item: Item,
-    },
-    View {
-        /// Unique per tree (see [`ReadEngine::new_owner`]), so trees sharing the cache
-        /// (the members of a group) never meet.
-        owner: u64,
-        /// The tree's own number for the file (its inode number).
-        file: u64,
-        item: ViewItem,
     },
 }
 
@@ -69,28 +60,10 @@ pub enum Item {
     StringTile,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ViewItem {
-    /// A rendered file at a generation of the tree (0 for files that never change).
-    Rendered(u64),
-    /// Where each block of a text file starts, and its total size, at a generation of
-    /// the tree (0 for files that never change).
-    TextIndex(u64),
-    /// The rendered text of one block of cells (generation, block).
-    TextBlock(u64, u64),
-}
-
 pub enum Cached {
     Chunks(TileChunks),
     Bytes(Vec<u8>),
     Strings(StringChunk),
-    /// Where each block of a text file starts (and, once `complete`, where the last ends):
-    /// grown block by block as reads go further, so a sequential reader renders each
-    /// block once and the first bytes come at once.
-    TextIndex {
-        starts: Vec<u64>,
-        complete: bool,
-    },
 }
 
 impl Weigh for Cached {
@@ -100,7 +73,6 @@ impl Weigh for Cached {
             Cached::Chunks(c) => (c.chunks.len() * 32 + c.starts.len() * 8) as u64,
             Cached::Bytes(b) => b.len() as u64,
             Cached::Strings(s) => (s.bytes.len() + s.offsets.len() * 8) as u64,
-            Cached::TextIndex { starts, .. } => starts.len() as u64 * 8,
         }
     }
 }
@@ -128,14 +100,6 @@ impl Cached {
             _ => Err(wrong_item(what, "a string tile")),
         }
     }
-
-    /// A text index: block starts, and whether the last entry is the file's end.
-    pub fn text_index(&self, what: &str) -> Result<(&[u64], bool)> {
-        match self {
-            Cached::TextIndex { starts, complete } => Ok((starts, *complete)),
-            _ => Err(wrong_item(what, "a text index")),
-        }
-    }
 }
 
 fn wrong_item(what: &str, wanted: &str) -> Error {
@@ -147,8 +111,8 @@ fn wrong_item(what: &str, wanted: &str) -> Error {
 
 pub type ChunkCache = Cache<CacheKey, Cached>;
 
-/// The shared state of every read: the bounded cache of decoded chunks, chunk indexes
-/// and derived items, and a count of chunks decoded (tests prove laziness with it).
+/// The shared state of every read: the bounded cache of decoded chunks and chunk
+/// indexes, and a count of chunks decoded (tests prove laziness with it).
 pub struct ReadEngine {
     cache: ChunkCache,
     decoded: AtomicU64,
@@ -160,12 +124,6 @@ impl ReadEngine {
             cache: ChunkCache::new(cache_size),
             decoded: AtomicU64::new(0),
         }
-    }
-
-    /// A number no other caller gets: the `owner` of a tree's [`CacheKey::View`] items.
-    pub fn new_owner() -> u64 {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        NEXT.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Reads field `field` (an index into `meta.fields`) of a fragment.

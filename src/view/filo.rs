@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::cache::slice;
 use super::info::{FiloColumnInfo, FiloInfo, Info};
 use super::nodes::{Ino, NodeTable};
 use super::{names, npy, text, Entry, FileTree, Kind, Lifetime, Stat};
@@ -66,10 +67,6 @@ impl FiloFile {
     /// Position in a fixed list, for inode numbers.
     pub fn index(self) -> u64 {
         FiloFile::ALL.iter().position(|&f| f == self).unwrap_or(0) as u64
-    }
-
-    pub fn from_index(i: u64) -> Option<FiloFile> {
-        FiloFile::ALL.get(i as usize).copied()
     }
 
     /// Whether a column of type `t` has this file.
@@ -392,12 +389,6 @@ impl FiloTree {
             _ => self.built(c, file, 0, 0)?.1,
         })
     }
-}
-
-fn slice(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
-    let start = offset.min(bytes.len() as u64) as usize;
-    let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
-    &bytes[start..end]
 }
 
 /// One row per line, NULL for NA, as `values.txt` of TileDB fields.

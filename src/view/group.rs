@@ -4,8 +4,7 @@
 //! that member's whole tree (an array's, or a nested group's), opened on first visit.
 //! TileDB-SOMA experiments are groups of groups of arrays.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -13,23 +12,28 @@ use crate::array::group::{Group, Member};
 use crate::array::{Array, OpenOptions};
 use crate::error::{Error, Result};
 use crate::format::group::{sniff_object_type, ObjectType};
-use crate::read::{CacheKey, Cached, ReadEngine, ViewItem};
 use crate::storage::Store;
 
+use super::cache::{slice_into, Caches, OwnedKey, ViewItem, ViewKey};
 use super::info::{GroupInfo, Info, MemberInfo};
 use super::nodes::{Ino, NodeTable, ROOT};
+use super::subtree::{self, Inside, Subtrees};
 use super::tiledb::json;
 use super::{names, ArrayTree, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Node {
     Root,
+    File(GroupFile),
+    /// A node of member `m`'s tree (its root: the member's folder).
+    Member(Inside<usize>),
+}
+
+/// The group's own files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum GroupFile {
     GroupJson,
     MetadataJson,
-    /// The root of member `m`'s tree.
-    Member(usize),
-    /// Node `ino` of member `m`'s tree.
-    Inner(usize, Ino),
 }
 
 /// A member and what the group folder says of it.
@@ -44,25 +48,18 @@ struct Shown {
 pub struct GroupTree {
     store: Arc<dyn Store>,
     options: OpenOptions,
-    engine: Arc<ReadEngine>,
+    caches: Caches,
     group: Group,
     members: Vec<Shown>,
     nodes: NodeTable<Node>,
     /// Member trees opened so far.
-    children: Mutex<HashMap<usize, Arc<dyn FileTree>>>,
+    children: Subtrees<usize>,
     owner: u64,
 }
 
-/// A node inside a member: the member's index, its tree and the node's number there.
-type InMember = (usize, Arc<dyn FileTree>, Ino);
-
 impl GroupTree {
-    /// The group at the root of `store`, its members reading through `engine`.
-    pub fn open(
-        store: Arc<dyn Store>,
-        options: OpenOptions,
-        engine: Arc<ReadEngine>,
-    ) -> Result<GroupTree> {
+    /// The group at the root of `store`, its members reading through `caches`.
+    pub fn open(store: Arc<dyn Store>, options: OpenOptions, caches: Caches) -> Result<GroupTree> {
         let group = Group::open(&*store, options.key)?;
         let mut members = Vec::with_capacity(group.members.len());
         for m in &group.members {
@@ -92,12 +89,12 @@ impl GroupTree {
         Ok(GroupTree {
             store,
             options,
-            engine,
+            caches,
             group,
             members,
             nodes: NodeTable::new(Node::Root),
-            children: Mutex::new(HashMap::new()),
-            owner: ReadEngine::new_owner(),
+            children: Subtrees::default(),
+            owner: Caches::new_owner(),
         })
     }
 
@@ -109,72 +106,61 @@ impl GroupTree {
 
     /// Member `m`'s tree, opened on first use.
     fn child(&self, m: usize) -> Result<Arc<dyn FileTree>> {
-        if let Some(tree) = self.lock().get(&m) {
-            return Ok(tree.clone());
-        }
-        let shown = self
-            .members
-            .get(m)
-            .ok_or_else(|| Error::NotFound(format!("member #{m}")))?;
-        let (Some(path), Some(kind)) = (&shown.member.inside, shown.kind) else {
-            return Err(Error::NotFound(shown.member.name.clone()));
-        };
-        let store = self.store.sub(path)?;
-        let tree: Arc<dyn FileTree> = match kind {
-            ObjectType::Group => Arc::new(GroupTree::open(
-                store,
-                self.options.clone(),
-                self.engine.clone(),
-            )?),
-            _ => Arc::new(ArrayTree::with_engine(
-                Array::open(store, self.options.clone())?,
-                self.engine.clone(),
-            )),
-        };
-        self.lock().insert(m, tree.clone());
-        Ok(tree)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Arc<dyn FileTree>>> {
-        self.children.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The outer number of member `m`'s node `inner`.
-    fn outer(&self, m: usize, inner: Ino) -> Ino {
-        if inner == ROOT {
-            self.nodes.ino(&Node::Member(m))
-        } else {
-            self.nodes.ino(&Node::Inner(m, inner))
-        }
-    }
-
-    /// The member tree and inner number a node stands for, if it is a member's.
-    fn inner(&self, node: &Node) -> Result<Option<InMember>> {
-        Ok(match *node {
-            Node::Member(m) => Some((m, self.child(m)?, ROOT)),
-            Node::Inner(m, i) => Some((m, self.child(m)?, i)),
-            _ => None,
+        self.children.tree(m, || {
+            let shown = self
+                .members
+                .get(m)
+                .ok_or_else(|| Error::NotFound(format!("member #{m}")))?;
+            let (Some(path), Some(kind)) = (&shown.member.inside, shown.kind) else {
+                return Err(Error::NotFound(shown.member.name.clone()));
+            };
+            let store = self.store.sub(path)?;
+            let tree: Arc<dyn FileTree> = match kind {
+                ObjectType::Group => Arc::new(GroupTree::open(
+                    store,
+                    self.options.clone(),
+                    self.caches.clone(),
+                )?),
+                ObjectType::Array | ObjectType::Invalid => Arc::new(ArrayTree::with_caches(
+                    Array::open(store, self.options.clone())?,
+                    self.caches.clone(),
+                )),
+            };
+            Ok(tree)
         })
     }
 
-    fn render(&self, node: &Node) -> Result<Vec<u8>> {
-        let value = match node {
-            Node::GroupJson => self.group_json(),
-            Node::MetadataJson => json::metadata(&self.group.metadata),
-            other => return Err(Error::IsDirectory(format!("{other:?}"))),
+    /// Runs `f` on the member tree and inner number of a member's node.
+    fn in_member<T>(
+        &self,
+        node: &Node,
+        f: impl FnOnce(&dyn FileTree, Ino) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let Node::Member(inside) = node else {
+            return None;
         };
-        Ok(json::to_bytes(&value))
+        Some(self.child(inside.key).and_then(|t| f(&*t, inside.inner)))
     }
 
-    fn rendered(&self, ino: Ino, node: &Node) -> Result<Arc<Cached>> {
-        self.engine.cache().get_or_load(
-            CacheKey::View {
-                owner: self.owner,
-                file: ino,
-                item: ViewItem::Rendered(0),
-            },
-            || self.render(node).map(Cached::Bytes),
-        )
+    /// Renumbers an entry of member `m`'s tree for this tree.
+    fn member_entry(&self, m: usize, e: Entry) -> Entry {
+        subtree::outer_entry(&self.nodes, Node::Member, m, e)
+    }
+
+    /// `group.json` or `metadata.json`, rendered once and kept in the view cache.
+    fn rendered(&self, ino: Ino, file: GroupFile) -> Result<Arc<ViewItem>> {
+        let key = OwnedKey {
+            owner: self.owner,
+            file: ino,
+            key: ViewKey::Rendered(0),
+        };
+        self.caches.views.get_or_load(key, || {
+            let value = match file {
+                GroupFile::GroupJson => self.group_json(),
+                GroupFile::MetadataJson => json::metadata(&self.group.metadata),
+            };
+            Ok(ViewItem::Bytes(json::to_bytes(&value)))
+        })
     }
 
     fn group_json(&self) -> Value {
@@ -213,33 +199,34 @@ fn type_name(t: ObjectType) -> &'static str {
 impl FileTree for GroupTree {
     fn list(&self, dir: Ino) -> Result<Vec<Entry>> {
         let node = self.node(dir)?;
-        if let Some((m, tree, i)) = self.inner(&node)? {
-            return Ok(tree
-                .list(i)?
+        let listed = match node {
+            Node::Root => None,
+            Node::File(_) => return Err(Error::NotDirectory(format!("{node:?}"))),
+            Node::Member(inside) => Some((inside.key, self.child(inside.key)?.list(inside.inner)?)),
+        };
+        if let Some((m, entries)) = listed {
+            return Ok(entries
                 .into_iter()
-                .map(|e| Entry {
-                    ino: self.outer(m, e.ino),
-                    ..e
-                })
+                .map(|e| self.member_entry(m, e))
                 .collect());
         }
-        if node != Node::Root {
-            return Err(Error::NotDirectory(format!("{node:?}")));
-        }
-        let file = |name: &str, node: Node| Entry {
+        let file = |name: &str, file: GroupFile| Entry {
             name: name.to_string(),
-            ino: self.nodes.ino(&node),
+            ino: self.nodes.ino(&Node::File(file)),
             kind: Kind::File,
         };
         let mut out = vec![
-            file("group.json", Node::GroupJson),
-            file("metadata.json", Node::MetadataJson),
+            file("group.json", GroupFile::GroupJson),
+            file("metadata.json", GroupFile::MetadataJson),
         ];
         for (m, s) in self.members.iter().enumerate() {
             if s.reason.is_none() {
                 out.push(Entry {
                     name: names::encode(&s.member.name),
-                    ino: self.nodes.ino(&Node::Member(m)),
+                    ino: self.nodes.ino(&Node::Member(Inside {
+                        key: m,
+                        inner: ROOT,
+                    })),
                     kind: Kind::Dir,
                 });
             }
@@ -249,12 +236,9 @@ impl FileTree for GroupTree {
 
     fn lookup(&self, parent: Ino, name: &str) -> Result<Entry> {
         let node = self.node(parent)?;
-        if let Some((m, tree, i)) = self.inner(&node)? {
-            let e = tree.lookup(i, name)?;
-            return Ok(Entry {
-                ino: self.outer(m, e.ino),
-                ..e
-            });
+        if let Node::Member(inside) = node {
+            let e = self.child(inside.key)?.lookup(inside.inner, name)?;
+            return Ok(self.member_entry(inside.key, e));
         }
         self.list(parent)?
             .into_iter()
@@ -263,73 +247,72 @@ impl FileTree for GroupTree {
     }
 
     fn stat(&self, ino: Ino) -> Result<Stat> {
-        let node = self.node(ino)?;
-        if let Some((_, tree, i)) = self.inner(&node)? {
-            return tree.stat(i);
-        }
-        Ok(match node {
+        let shown = self.members.iter().filter(|s| s.reason.is_none()).count();
+        Ok(match self.node(ino)? {
             Node::Root => Stat {
                 kind: Kind::Dir,
                 size: 0,
-                nlink: 1,
+                nlink: u32::try_from(shown)
+                    .unwrap_or(u32::MAX - 2)
+                    .saturating_add(2),
                 mtime_ms: None,
                 exact_size: true,
             },
-            file => Stat {
+            Node::File(file) => Stat {
                 kind: Kind::File,
-                size: self.rendered(ino, &file)?.bytes("a JSON file")?.len() as u64,
+                size: self.rendered(ino, file)?.bytes("a JSON file")?.len() as u64,
                 nlink: 1,
                 mtime_ms: None,
                 exact_size: true,
             },
+            Node::Member(inside) => self.child(inside.key)?.stat(inside.inner)?,
         })
     }
 
     fn size(&self, ino: Ino) -> Result<u64> {
         let node = self.node(ino)?;
-        match self.inner(&node)? {
-            Some((_, tree, i)) => tree.size(i),
+        match self.in_member(&node, |t, i| t.size(i)) {
+            Some(size) => size,
             None => Ok(self.stat(ino)?.size),
         }
     }
 
     fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         let node = self.node(ino)?;
-        if let Some((_, tree, i)) = self.inner(&node)? {
-            return tree.read_into(i, offset, len, out);
+        if let Some(read) = self.in_member(&node, |t, i| t.read_into(i, offset, len, out)) {
+            return read;
         }
-        if node == Node::Root {
-            return Err(Error::IsDirectory("the group".into()));
+        match node {
+            Node::File(file) => {
+                let rendered = self.rendered(ino, file)?;
+                slice_into(rendered.bytes("a JSON file")?, offset, len, out);
+                Ok(())
+            }
+            Node::Root | Node::Member(_) => Err(Error::IsDirectory("the group".into())),
         }
-        let rendered = self.rendered(ino, &node)?;
-        let bytes = rendered.bytes("a JSON file")?;
-        let start = offset.min(bytes.len() as u64) as usize;
-        let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
-        out.extend_from_slice(&bytes[start..end]);
-        Ok(())
     }
 
     fn read_ahead(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
-        match self.inner(&self.node(ino)?)? {
-            Some((_, tree, i)) => tree.read_ahead(i, offset, len),
-            None => Ok(()),
-        }
+        let node = self.node(ino)?;
+        self.in_member(&node, |t, i| t.read_ahead(i, offset, len))
+            .unwrap_or(Ok(()))
     }
 
     fn open(&self, ino: Ino) -> Result<Option<OpenGuard>> {
-        match self.inner(&self.node(ino)?)? {
-            Some((_, tree, i)) => tree.open(i),
-            None => Ok(None),
-        }
+        let node = self.node(ino)?;
+        self.in_member(&node, |t, i| t.open(i)).unwrap_or(Ok(None))
     }
 
     fn parent(&self, ino: Ino) -> Result<Ino> {
         Ok(match self.node(ino)? {
-            Node::Inner(m, i) => {
-                let p = self.child(m)?.parent(i)?;
-                self.outer(m, p)
+            Node::Member(inside) if inside.inner != ROOT => {
+                let p = self.child(inside.key)?.parent(inside.inner)?;
+                self.nodes.ino(&Node::Member(Inside {
+                    key: inside.key,
+                    inner: p,
+                }))
             }
-            _ => ROOT,
+            Node::Root | Node::File(_) | Node::Member(_) => ROOT,
         })
     }
 
@@ -337,9 +320,9 @@ impl FileTree for GroupTree {
         let Ok(node) = self.node(ino) else {
             return Lifetime::Changing;
         };
-        match self.inner(&node) {
-            Ok(Some((_, tree, i))) => tree.lifetime(i),
-            _ => Lifetime::Changing,
+        match self.in_member(&node, |t, i| Ok(t.lifetime(i))) {
+            Some(Ok(lifetime)) => lifetime,
+            Some(Err(_)) | None => Lifetime::Changing,
         }
     }
 

@@ -3,6 +3,7 @@
 //! [`FileTree`] trait that `fragfs ls`/`cat`/`info` and the FUSE adapter both use, so a
 //! mount and the command line serve the same bytes.
 
+pub mod cache;
 pub mod filo;
 pub mod group;
 pub mod info;
@@ -10,6 +11,7 @@ pub mod names;
 pub mod nodes;
 pub mod npy;
 pub mod prefetch;
+pub mod subtree;
 pub mod text;
 pub mod tiledb;
 pub mod value;
@@ -221,8 +223,8 @@ pub fn open_store(
     }
     let entries = root.iter().map(|e| (e.name.as_str(), e.is_folder()));
     if sniff_object_type(entries) == ObjectType::Group {
-        let engine = Arc::new(crate::read::ReadEngine::new(cache_size));
-        return Ok(Arc::new(GroupTree::open(store, options, engine)?));
+        let caches = cache::Caches::new(cache_size);
+        return Ok(Arc::new(GroupTree::open(store, options, caches)?));
     }
     let array = Array::open(store, options)?;
     Ok(Arc::new(ArrayTree::new(array, cache_size)))

@@ -56,6 +56,11 @@ impl<N: Clone + Eq + Hash> NodeTable<N> {
         ino
     }
 
+    /// The number of `node`, if it has one (none is handed out).
+    pub fn find(&self, node: &N) -> Option<Ino> {
+        self.read().by_node.get(node).copied()
+    }
+
     /// The node numbered `ino`, if that number was handed out.
     pub fn node(&self, ino: Ino) -> Option<N> {
         let i = usize::try_from(ino.checked_sub(1)?).ok()?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{ArrayTree, EnumFile, FieldOf};
+use super::{ArrayTree, EnumFile, FieldOf, Folder};
 use crate::array::ENUMERATIONS_DIR;
 use crate::error::{Error, Result};
 use crate::format::datatype::decode_int;
@@ -39,8 +39,9 @@ impl ArrayTree {
         &self,
         of: &FieldOf,
     ) -> Result<Option<(Arc<ArraySchema>, String, String)>> {
-        let (schema, schema_name, name) = match *of {
-            FieldOf::Fragment(f, i) => {
+        let i = of.index;
+        let (schema, schema_name, name) = match of.folder {
+            Folder::Fragment(f) => {
                 let (_, meta) = self.meta(f)?;
                 let field = meta
                     .fields
@@ -52,7 +53,7 @@ impl ArrayTree {
                     field.name.clone(),
                 )
             }
-            FieldOf::State(w, i) => {
+            Folder::State(w) => {
                 let merged = self.merged(w)?;
                 let field = merged
                     .fields

@@ -1,6 +1,6 @@
-//! The derived files of a fragment: `values.npy` (a header in front of `values.bin`), and
-//! the text files `values.txt` and `cells.csv`, rendered from the cells
-//! ([`FieldReader::cells`](crate::read::FieldReader)).
+//! The text files `values.txt` (one cell per line) and `cells.csv` (one row per cell),
+//! rendered from the cells ([`FieldReader::cells`](crate::read::FieldReader), or a merged
+//! state's).
 //!
 //! A text file's exact size needs every cell rendered once, so it is not known until the
 //! file was read to its end (or asked its size by `fragfs cat`/`ls`): until then `stat`
@@ -14,34 +14,33 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{ArrayTree, FieldOf, Node};
-use crate::array::fragment::FragmentId;
+use super::merged::state_dir;
+use super::{ArrayTree, FieldOf, Folder};
 use crate::error::{Error, Place, Result};
 use crate::format::enumeration::Enumeration;
 use crate::format::Datatype;
 use crate::read::cells::Cells;
-use crate::read::{CacheKey, Cached, RawFile, ViewItem};
+use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
 use crate::view::nodes::Ino;
-use crate::view::{names, npy, text, Lifetime};
+use crate::view::{names, text};
 
 /// Cells rendered together: one cached block of text, one entry of the index.
 const BLOCK_CELLS: u64 = 4096;
 
-impl ArrayTree {
-    /// The generation a text file's cached index and blocks belong to: a merged state's
-    /// text changes with a rescan, a fragment's never does.
-    fn text_generation(&self, node: &Node) -> u64 {
-        match self.node_lifetime(node) {
-            Lifetime::Immutable => 0,
-            Lifetime::Changing | Lifetime::Snapshot => self.generation.load(Ordering::Acquire),
-        }
-    }
+/// A text file: one column of a folder's cells (`values.txt`), or all of them
+/// (`cells.csv`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TextFile {
+    pub folder: Folder,
+    pub column: Option<usize>,
+}
 
-    fn text_key(&self, ino: Ino, item: ViewItem) -> CacheKey {
-        CacheKey::View {
+impl ArrayTree {
+    fn text_key(&self, ino: Ino, key: ViewKey) -> OwnedKey {
+        OwnedKey {
             owner: self.owner,
             file: ino,
-            item,
+            key,
         }
     }
 
@@ -50,16 +49,15 @@ impl ArrayTree {
     /// whose size is only known by reading them. Learned sizes are kept apart from the
     /// evictable cache: a size shown once must not go back to 0, or the kernel, which
     /// trusts it for files opened since, would cut their reads short.
-    pub(super) fn known_text_size(&self, ino: Ino, node: &Node) -> Option<u64> {
-        text_file(node)?;
-        let generation = self.text_generation(node);
+    pub(super) fn known_text_size(&self, ino: Ino, file: &TextFile) -> Option<u64> {
+        let generation = self.generation_of(file.folder);
         if let Some(&size) = self.lock_text_sizes().get(&(ino, generation)) {
             return Some(size);
         }
         let index = self
-            .engine
-            .cache()
-            .peek(&self.text_key(ino, ViewItem::TextIndex(generation)))?;
+            .caches
+            .views
+            .peek(&self.text_key(ino, ViewKey::TextIndex(generation)))?;
         match index.text_index("a text index") {
             Ok((starts, true)) => {
                 let size = starts.last().copied()?;
@@ -82,72 +80,29 @@ impl ArrayTree {
         sizes.insert((ino, generation), size);
     }
 
-    /// Size of `values.npy`, `values.txt` or `cells.csv` (a text file is rendered whole
-    /// once, if it was not yet).
-    pub(super) fn derived_size(&self, ino: Ino, node: &Node) -> Result<u64> {
-        match node {
-            Node::Npy(f, i) => {
-                let header = self.npy_header(*f, *i)?;
-                let values = self.with_field(*f, *i, |r| r.size(RawFile::Values))?;
-                // Saturating: a corrupt cell count must not overflow (it fails on read).
-                Ok(values.saturating_add(header.len() as u64))
-            }
-            _ => {
-                if let Some(size) = self.known_text_size(ino, node) {
-                    return Ok(size);
-                }
-                let generation = self.text_generation(node);
-                let index = self.text_index_covering(ino, node, u64::MAX, generation)?;
-                Ok(*index.text_index("a text index")?.0.last().unwrap_or(&0))
-            }
+    /// The exact size of a text file (rendered whole once, if it was not yet).
+    pub(super) fn text_size(&self, ino: Ino, file: &TextFile) -> Result<u64> {
+        if let Some(size) = self.known_text_size(ino, file) {
+            return Ok(size);
         }
+        let generation = self.generation_of(file.folder);
+        let index = self.text_index_covering(ino, file, u64::MAX, generation)?;
+        Ok(*index.text_index("a text index")?.0.last().unwrap_or(&0))
     }
 
-    /// Appends bytes `[offset, offset + len)` of a field's `values.npy` to `out`: its
-    /// header, then `values.bin` decoded straight into `out`.
-    pub(super) fn npy_read_into(
-        &self,
-        ino: Ino,
-        f: FragmentId,
-        i: usize,
-        offset: u64,
-        len: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let end = offset
-            .saturating_add(len)
-            .min(self.derived_size(ino, &Node::Npy(f, i))?);
-        let header = self.npy_header(f, i)?;
-        let h = header.len() as u64;
-        if offset < h {
-            out.extend_from_slice(
-                header
-                    .get(offset as usize..end.min(h) as usize)
-                    .unwrap_or_default(),
-            );
-        }
-        if end > h {
-            let from = offset.max(h) - h;
-            self.with_field(f, i, |r| {
-                r.read_into(RawFile::Values, from, end - h - from, out)
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Appends bytes `[offset, offset + len)` of `values.txt` or `cells.csv` to `out`
-    /// (fewer at the end of the file). The index grows as far as the read needs.
+    /// Appends bytes `[offset, offset + len)` of a text file to `out` (fewer at the end
+    /// of the file). The index grows as far as the read needs.
     pub(super) fn text_read_into(
         &self,
         ino: Ino,
-        node: &Node,
+        file: &TextFile,
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let want_end = offset.saturating_add(len);
-        let generation = self.text_generation(node);
-        let index = self.text_index_covering(ino, node, want_end, generation)?;
+        let generation = self.generation_of(file.folder);
+        let index = self.text_index_covering(ino, file, want_end, generation)?;
         let (starts, _) = index.text_index("a text index")?;
         let size = starts.last().copied().unwrap_or(0);
         let end = want_end.min(size);
@@ -156,8 +111,8 @@ impl ArrayTree {
         }
         let head = starts.first().copied().unwrap_or(0);
         if offset < head {
-            let header = self.csv_header(node)?;
-            out.extend_from_slice(&header[offset as usize..end.min(head) as usize]);
+            let header = self.csv_header(file)?;
+            crate::view::cache::slice_into(&header, offset, end.min(head) - offset, out);
         }
         let mut pos = offset.max(head);
         let blocks = starts.len().saturating_sub(1);
@@ -166,14 +121,14 @@ impl ArrayTree {
                 .partition_point(|&s| s <= pos)
                 .saturating_sub(1);
             let (start, stop) = (starts[b], starts[b + 1]);
-            let block = self.engine.cache().get_or_load(
-                self.text_key(ino, ViewItem::TextBlock(generation, b as u64)),
-                || self.render_block(node, b as u64).map(Cached::Bytes),
+            let block = self.caches.views.get_or_load(
+                self.text_key(ino, ViewKey::TextBlock(generation, b as u64)),
+                || self.render_block(file, b as u64).map(ViewItem::Bytes),
             )?;
             let bytes = block.bytes("a block of text")?;
             if bytes.len() as u64 != stop - start {
                 return Err(Error::corrupt(
-                    self.text_place(node),
+                    self.text_place(file),
                     format!(
                         "block {b} renders to {} bytes, it was {} when the file was sized",
                         bytes.len(),
@@ -195,16 +150,16 @@ impl ArrayTree {
     fn text_index_covering(
         &self,
         ino: Ino,
-        node: &Node,
+        file: &TextFile,
         upto: u64,
         generation: u64,
-    ) -> Result<Arc<Cached>> {
-        let key = self.text_key(ino, ViewItem::TextIndex(generation));
-        let covers = |c: &Cached| -> Result<bool> {
+    ) -> Result<Arc<ViewItem>> {
+        let key = self.text_key(ino, ViewKey::TextIndex(generation));
+        let covers = |c: &ViewItem| -> Result<bool> {
             let (starts, complete) = c.text_index("a text index")?;
             Ok(complete || starts.last().is_some_and(|&end| end >= upto))
         };
-        let cache = self.engine.cache();
+        let cache = &self.caches.views;
         if let Some(index) = cache.get(&key) {
             if covers(&index)? {
                 return Ok(index);
@@ -215,19 +170,18 @@ impl ArrayTree {
         let mut starts = match cache.get(&key) {
             Some(index) if covers(&index)? => return Ok(index),
             Some(index) => index.text_index("a text index")?.0.to_vec(),
-            None => vec![self.csv_header(node)?.len() as u64],
+            None => vec![self.csv_header(file)?.len() as u64],
         };
-        let file = text_file(node).ok_or_else(|| Error::IsDirectory(format!("{node:?}")))?;
-        let blocks = self.table_count(&file.table)?.div_ceil(BLOCK_CELLS);
+        let blocks = self.folder_cell_count(file.folder)?.div_ceil(BLOCK_CELLS);
         let rendered = (starts.len() - 1) as u64;
         let at_least = (rendered * 2).max(rendered + 1);
         let mut b = rendered;
         while b < blocks && (b < at_least || starts.last().is_some_and(|&end| end < upto)) {
-            let text = self.render_block(node, b)?;
+            let text = self.render_block(file, b)?;
             let end = starts.last().copied().unwrap_or(0) + text.len() as u64;
             cache.insert(
-                self.text_key(ino, ViewItem::TextBlock(generation, b)),
-                Arc::new(Cached::Bytes(text)),
+                self.text_key(ino, ViewKey::TextBlock(generation, b)),
+                Arc::new(ViewItem::Bytes(text)),
             );
             starts.push(end);
             b += 1;
@@ -237,7 +191,7 @@ impl ArrayTree {
                 self.learn_text_size(ino, generation, size);
             }
         }
-        let index = Arc::new(Cached::TextIndex {
+        let index = Arc::new(ViewItem::TextIndex {
             starts,
             complete: b >= blocks,
         });
@@ -246,35 +200,32 @@ impl ArrayTree {
     }
 
     /// `fragment F, values.txt of field #i`, `latest/cells.csv`...
-    fn text_place(&self, node: &Node) -> Place {
-        let Some(file) = text_file(node) else {
-            return Place::file(format!("{node:?}"));
-        };
+    fn text_place(&self, file: &TextFile) -> Place {
         let name = match file.column {
             Some(i) => format!("values.txt of field #{i}"),
             None => "cells.csv".to_string(),
         };
-        match file.table {
-            Table::Fragment(f) => match self.fragment(f) {
+        match file.folder {
+            Folder::Fragment(f) => match self.fragment(f) {
                 Ok(fragment) => fragment.place().in_file(name),
                 Err(_) => Place::file(name),
             },
-            Table::State(w) => Place::file(format!("{}/{name}", state_dir(w))),
+            Folder::State(w) => Place::file(format!("{}/{name}", state_dir(w))),
         }
     }
 
-    /// The columns of a table: shown name and datatype.
-    fn table_columns(&self, table: &Table) -> Result<Vec<(String, Datatype)>> {
-        Ok(match table {
-            Table::Fragment(f) => {
-                let (_, meta) = self.meta(*f)?;
+    /// The columns of a folder's cells: shown name and datatype.
+    fn columns(&self, folder: Folder) -> Result<Vec<(String, Datatype)>> {
+        Ok(match folder {
+            Folder::Fragment(f) => {
+                let (_, meta) = self.meta(f)?;
                 meta.fields
                     .iter()
                     .map(|x| (names::encode(&x.name), x.datatype))
                     .collect()
             }
-            Table::State(w) => self
-                .merged(*w)?
+            Folder::State(w) => self
+                .merged(w)?
                 .fields
                 .iter()
                 .map(|x| (names::encode(&x.name), x.datatype))
@@ -284,52 +235,33 @@ impl ArrayTree {
 
     /// The enumeration of column `i`, if its attribute is enumerated: its cells are shown
     /// as the labels their codes stand for.
-    fn column_enumeration(&self, table: &Table, i: usize) -> Result<Option<Arc<Enumeration>>> {
-        let of = match *table {
-            Table::Fragment(f) => FieldOf::Fragment(f, i),
-            Table::State(w) => FieldOf::State(w, i),
-        };
-        Ok(self.field_enumeration(&of)?.map(|(e, _)| e))
+    fn column_enumeration(&self, folder: Folder, i: usize) -> Result<Option<Arc<Enumeration>>> {
+        Ok(self
+            .field_enumeration(&FieldOf::new(folder, i))?
+            .map(|(e, _)| e))
     }
 
-    fn table_count(&self, table: &Table) -> Result<u64> {
-        match table {
-            Table::Fragment(f) => Ok(self.meta(*f)?.1.cell_count()),
-            Table::State(w) => self.merged(*w)?.cell_count(),
+    fn folder_cell_count(&self, folder: Folder) -> Result<u64> {
+        match folder {
+            Folder::Fragment(f) => Ok(self.meta(f)?.1.cell_count()),
+            Folder::State(w) => self.merged(w)?.cell_count(),
         }
     }
 
-    fn table_cells(&self, table: &Table, column: usize, first: u64, n: u64) -> Result<Cells> {
-        match table {
-            Table::Fragment(f) => self.with_field(*f, column, |r| r.cells(first, n)),
-            Table::State(w) => self.merged(*w)?.cells(column, first, n),
+    fn folder_cells(&self, folder: Folder, column: usize, first: u64, n: u64) -> Result<Cells> {
+        match folder {
+            Folder::Fragment(f) => self.with_field(f, column, |r| r.cells(first, n)),
+            Folder::State(w) => self.merged(w)?.cells(column, first, n),
         }
-    }
-
-    pub(super) fn npy_header(&self, f: FragmentId, i: usize) -> Result<Vec<u8>> {
-        let (_, meta) = self.meta(f)?;
-        let field = meta
-            .fields
-            .get(i)
-            .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
-        Ok(npy::header(
-            field.datatype,
-            field.cell_val_num,
-            meta.cell_count(),
-        ))
     }
 
     /// `cells.csv`'s header row (names of every field); empty for `values.txt`.
-    fn csv_header(&self, node: &Node) -> Result<Vec<u8>> {
-        let Some(TextFile {
-            table,
-            column: None,
-        }) = text_file(node)
-        else {
+    fn csv_header(&self, file: &TextFile) -> Result<Vec<u8>> {
+        if file.column.is_some() {
             return Ok(Vec::new());
-        };
+        }
         let mut out = Vec::new();
-        for (k, (name, _)) in self.table_columns(&table)?.iter().enumerate() {
+        for (k, (name, _)) in self.columns(file.folder)?.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
@@ -340,11 +272,10 @@ impl ArrayTree {
     }
 
     /// The text of block `b`: its cells one per line, or its rows of `cells.csv`.
-    fn render_block(&self, node: &Node, b: u64) -> Result<Vec<u8>> {
-        let file = text_file(node).ok_or_else(|| Error::IsDirectory(format!("{node:?}")))?;
+    fn render_block(&self, file: &TextFile, b: u64) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let first = b * BLOCK_CELLS;
-        let types = self.table_columns(&file.table)?;
+        let types = self.columns(file.folder)?;
         let columns: Vec<usize> = match file.column {
             Some(i) => vec![i],
             None => (0..types.len()).collect(),
@@ -353,9 +284,9 @@ impl ArrayTree {
             .into_iter()
             .map(|i| {
                 let t = types.get(i).map(|(_, t)| *t).unwrap_or(Datatype::UInt8);
-                let labels = self.column_enumeration(&file.table, i)?;
+                let labels = self.column_enumeration(file.folder, i)?;
                 Ok((
-                    self.table_cells(&file.table, i, first, BLOCK_CELLS)?,
+                    self.folder_cells(file.folder, i, first, BLOCK_CELLS)?,
                     t,
                     labels,
                 ))
@@ -378,38 +309,6 @@ impl ArrayTree {
             out.push(b'\n');
         }
         Ok(out)
-    }
-}
-
-/// The cells a text file shows.
-pub(super) enum Table {
-    Fragment(FragmentId),
-    /// The merged array at a timestamp (`None`: latest).
-    State(Option<u64>),
-}
-
-/// A text file: one column of a table (`values.txt`), or all of them (`cells.csv`).
-pub(super) struct TextFile {
-    pub table: Table,
-    pub column: Option<usize>,
-}
-
-pub(super) fn text_file(node: &Node) -> Option<TextFile> {
-    let (table, column) = match *node {
-        Node::Text(f, i) => (Table::Fragment(f), Some(i)),
-        Node::CellsCsv(f) => (Table::Fragment(f), None),
-        Node::MText(w, i) => (Table::State(w), Some(i)),
-        Node::MCells(w) => (Table::State(w), None),
-        _ => return None,
-    };
-    Some(TextFile { table, column })
-}
-
-/// `latest` or `at/<T>`.
-pub(super) fn state_dir(w: Option<u64>) -> String {
-    match w {
-        None => "latest".to_string(),
-        Some(t) => format!("at/{t}"),
     }
 }
 

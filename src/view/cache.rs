@@ -1,0 +1,157 @@
+//! What the views keep between reads: rendered files (JSON, headers) and the text files'
+//! indexes and blocks, in a bounded cache of their own. The read layer's cache holds
+//! decoded chunks only; the view layer's kinds live here, so neither layer needs to know
+//! the other's items, and each checks its own kinds in one place.
+//!
+//! [`Caches`] is the budget of a tree (or of the trees of a group, which share it): one
+//! `--cache-size`, split between the decoded chunks and the views, so the whole stays
+//! within it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::read::cache::{Cache, Weigh};
+use crate::read::ReadEngine;
+
+use super::nodes::Ino;
+
+/// One item a view keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ViewKey {
+    /// A rendered file at a generation of its tree (0 for files that never change).
+    Rendered(u64),
+    /// Where each block of a text file starts, at a generation.
+    TextIndex(u64),
+    /// The rendered text of one block of cells (generation, block).
+    TextBlock(u64, u64),
+}
+
+/// A view item with its owner: the tree (see [`Caches::new_owner`]) and the tree's own
+/// number for the file (its inode number), so trees sharing the cache never meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OwnedKey {
+    pub owner: u64,
+    pub file: Ino,
+    pub key: ViewKey,
+}
+
+pub enum ViewItem {
+    Bytes(Vec<u8>),
+    /// Where each block of a text file starts (and, once `complete`, where the last ends):
+    /// grown block by block as reads go further, so a sequential reader renders each
+    /// block once and the first bytes come at once.
+    TextIndex {
+        starts: Vec<u64>,
+        complete: bool,
+    },
+}
+
+impl Weigh for ViewItem {
+    fn weight(&self) -> u64 {
+        // Plus a small constant for the entry itself.
+        64 + match self {
+            ViewItem::Bytes(b) => b.len() as u64,
+            ViewItem::TextIndex { starts, .. } => starts.len() as u64 * 8,
+        }
+    }
+}
+
+/// Each key kind always stores one kind of item; these accessors check it in one place
+/// and turn a mismatch (a bug, never bad data) into an error naming `what`, not a panic.
+impl ViewItem {
+    pub fn bytes(&self, what: &str) -> Result<&[u8]> {
+        match self {
+            ViewItem::Bytes(b) => Ok(b),
+            ViewItem::TextIndex { .. } => Err(wrong_item(what, "bytes")),
+        }
+    }
+
+    /// A text index: block starts, and whether the last entry is the file's end.
+    pub fn text_index(&self, what: &str) -> Result<(&[u64], bool)> {
+        match self {
+            ViewItem::TextIndex { starts, complete } => Ok((starts, *complete)),
+            ViewItem::Bytes(_) => Err(wrong_item(what, "a text index")),
+        }
+    }
+}
+
+fn wrong_item(what: &str, wanted: &str) -> Error {
+    Error::corrupt(
+        what,
+        format!("the view cache holds another kind of item than {wanted}"),
+    )
+}
+
+pub type ViewCache = Cache<OwnedKey, ViewItem>;
+
+/// The share of the budget the views get: text blocks and rendered files are small next
+/// to decoded chunks, and cheap to render again.
+const VIEW_SHARE: u64 = 8;
+
+/// The bounded caches a tree reads through: decoded chunks (the read engine) and view
+/// items, within one byte budget.
+#[derive(Clone)]
+pub struct Caches {
+    pub engine: Arc<ReadEngine>,
+    pub views: Arc<ViewCache>,
+}
+
+impl Caches {
+    /// Caches within `cache_size` bytes in all.
+    pub fn new(cache_size: u64) -> Caches {
+        let views = cache_size / VIEW_SHARE;
+        Caches {
+            engine: Arc::new(ReadEngine::new(cache_size - views)),
+            views: Arc::new(ViewCache::new(views)),
+        }
+    }
+
+    /// A number no other caller gets: the `owner` of a tree's view items.
+    pub fn new_owner() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Bytes held now by both caches.
+    pub fn used(&self) -> u64 {
+        self.engine.cache().used() + self.views.used()
+    }
+}
+
+/// Bytes `[offset, offset + len)` of `bytes` (fewer at its end, none past it): how every
+/// file rendered whole is read.
+pub fn slice(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
+    let size = bytes.len() as u64;
+    let start = offset.min(size) as usize;
+    let end = offset.saturating_add(len).min(size) as usize;
+    &bytes[start..end]
+}
+
+/// Appends [`slice`]`(bytes, offset, len)` to `out`.
+pub fn slice_into(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
+    out.extend_from_slice(slice(bytes, offset, len));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_clamp_to_the_bytes() {
+        let mut out = Vec::new();
+        slice_into(b"abcdef", 2, 3, &mut out);
+        assert_eq!(out, b"cde");
+        slice_into(b"abcdef", 4, u64::MAX, &mut out);
+        assert_eq!(out, b"cdeef");
+        slice_into(b"abcdef", 9, 3, &mut out);
+        assert_eq!(out, b"cdeef", "past the end: nothing");
+    }
+
+    #[test]
+    fn the_budget_is_split_not_doubled() {
+        let caches = Caches::new(1 << 20);
+        let total = caches.engine.cache().capacity() + caches.views.capacity();
+        assert_eq!(total, 1 << 20);
+    }
+}

@@ -1,0 +1,83 @@
+//! Trees mounted inside a tree, each at a folder of its own: a group's members (arrays
+//! and nested groups), an array's dimension labels (arrays of their own). One mechanism
+//! for both: the outer tree numbers every node of an inner tree in its own table, as
+//! (which subtree, inner number), opens each inner tree on first visit, and hands every
+//! call on such a node to the inner tree.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+
+use super::nodes::{Ino, NodeTable, ROOT};
+use super::{Entry, FileTree};
+
+/// A node of subtree `key`: its number `inner` there ([`ROOT`]: the subtree's folder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Inside<K> {
+    pub key: K,
+    pub inner: Ino,
+}
+
+/// The subtrees opened so far, by key.
+pub struct Subtrees<K> {
+    open: Mutex<HashMap<K, Arc<dyn FileTree>>>,
+}
+
+impl<K> Default for Subtrees<K> {
+    fn default() -> Self {
+        Subtrees {
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Copy + Eq + Hash> Subtrees<K> {
+    /// Subtree `key`, opened by `open` on first use.
+    pub fn tree(
+        &self,
+        key: K,
+        open: impl FnOnce() -> Result<Arc<dyn FileTree>>,
+    ) -> Result<Arc<dyn FileTree>> {
+        if let Some(t) = self.lock().get(&key) {
+            return Ok(t.clone());
+        }
+        let tree = open()?;
+        // Two first visits may both open it; the first one in is kept.
+        Ok(self.lock().entry(key).or_insert(tree).clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Arc<dyn FileTree>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The outer number of `inside`, in the outer tree's `nodes`, whose node for a place
+/// inside a subtree is `wrap(inside)`.
+pub fn outer<K, N: Clone + Eq + Hash>(
+    nodes: &NodeTable<N>,
+    wrap: impl Fn(Inside<K>) -> N,
+    inside: Inside<K>,
+) -> Ino {
+    nodes.ino(&wrap(inside))
+}
+
+/// The entries a subtree lists (or looks up), renumbered for the outer tree.
+pub fn outer_entry<K: Copy, N: Clone + Eq + Hash>(
+    nodes: &NodeTable<N>,
+    wrap: impl Fn(Inside<K>) -> N,
+    key: K,
+    e: Entry,
+) -> Entry {
+    Entry {
+        ino: outer(nodes, wrap, Inside { key, inner: e.ino }),
+        ..e
+    }
+}
+
+/// The node that holds a subtree's folder in the outer tree (its root's parent is the
+/// outer folder that lists it, which the outer tree knows).
+pub fn is_root<K>(inside: &Inside<K>) -> bool {
+    inside.inner == ROOT
+}
