@@ -124,6 +124,65 @@ fn gdal_opens_dense_rasters_through_their_envi_headers() {
     }
 }
 
+/// A dense fragment's `values.bin` is a raster where its tiles lie in row-major order (one
+/// tile across every dimension but the first): there, and only there, it has a
+/// `values.hdr`, and GDAL opens the fragment's values through it, copying exactly their
+/// bytes. In `merge_dense_overlap` (r tile 3, c tile 4) the write of r 5-6, c 7-8 is one
+/// tile (r 4-6 x c 5-8); every other write spans two tiles across c.
+#[test]
+fn gdal_opens_fragment_rasters_through_their_envi_headers() {
+    use common::mounting::*;
+    if !fuse_available("GDAL on fragment rasters") {
+        return;
+    }
+    if !tool_available("gdalinfo", "GDAL (scripts/test.sh installs gdal-bin)") {
+        return;
+    }
+    let (array, expected) = feature("merge_dense_overlap");
+    let m = InProcess::new(&array, &expected, 16 << 20, 2);
+    let mut fragments: Vec<_> = std::fs::read_dir(m.path().join("fragments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    fragments.sort();
+    assert_eq!(fragments.len(), 4, "four writes");
+    let with_header: Vec<bool> = fragments
+        .iter()
+        .map(|f| f.join("i32/values.hdr").is_file())
+        .collect();
+    assert_eq!(with_header, [false, false, false, true], "{fragments:?}");
+    let raster = &fragments[3];
+    for attr in ["i32", "f64", "n"] {
+        let bin = raster.join(attr).join("values.bin");
+        let info = run_ok(std::process::Command::new("gdalinfo").arg(&bin));
+        assert!(
+            info.contains("Driver: ENVI/ENVI") && info.contains("Size is 4, 3"),
+            "{attr}:\n{info}"
+        );
+        let out = tempfile::tempdir().unwrap();
+        let copy = out.path().join("copy.bin");
+        run_ok(
+            std::process::Command::new("gdal_translate")
+                .args(["-q", "-of", "ENVI"])
+                .arg(&bin)
+                .arg(&copy),
+        );
+        assert_eq!(
+            std::fs::read(&copy).unwrap(),
+            std::fs::read(&bin).unwrap(),
+            "{attr}: GDAL's copy differs from the fragment's values"
+        );
+    }
+    // Var-size attributes and dimensions have none.
+    assert!(!raster.join("s/values.hdr").exists());
+    assert!(!raster.join("r/values.hdr").exists());
+    let header = std::fs::read_to_string(raster.join("i32/values.hdr")).unwrap();
+    assert!(
+        header.contains("map info = {Arbitrary, 1, 1, 5, 4, 1, 1, 0}"),
+        "the raster starts at the tile's first cell, c 5 and r 4:\n{header}"
+    );
+}
+
 /// `at/` lists the timestamps where the array changed; any other timestamp opens by
 /// name; a name that is not a timestamp is not there.
 #[test]
