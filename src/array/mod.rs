@@ -347,18 +347,6 @@ impl Array {
         // `open` refuses arrays without schemas.
         &self.schemas[self.schemas.len() - 1]
     }
-
-    /// The schema a fragment was written with: by name from v10 (the footer names it),
-    /// `__array_schema.tdb` before.
-    pub fn schema_named(&self, name: Option<&str>) -> Option<&SchemaFile> {
-        match name {
-            Some(n) => {
-                let n = n.trim_start_matches('/');
-                self.schemas.iter().find(|s| s.name == n)
-            }
-            None => self.schemas.iter().find(|s| s.name == LEGACY_SCHEMA),
-        }
-    }
 }
 
 /// Decodes every schema file; also tells whether the array is encrypted.

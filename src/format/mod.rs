@@ -19,6 +19,6 @@ pub mod reader;
 pub mod schema;
 
 pub use datatype::{Datatype, ElementKind};
-pub use error::{FormatError, Result};
+pub use error::FormatError;
 pub use pipeline::{Filter, FilterPipeline};
 pub use reader::Reader;
