@@ -3,6 +3,7 @@
 pub mod chunked;
 pub mod commits;
 pub mod condition;
+pub mod condition_eval;
 pub mod coords;
 pub mod datatype;
 pub mod enumeration;
