@@ -145,7 +145,8 @@ pub struct Array {
     by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
     by_name: HashMap<String, usize>,
-    /// Enumerations loaded so far, by file name (files never change).
+    /// Enumerations loaded so far, by file name (files never change); kept for the
+    /// life of the array, outside the decoded-chunk cache's bound.
     enumerations: std::sync::Mutex<HashMap<String, Arc<crate::format::enumeration::Enumeration>>>,
 }
 
