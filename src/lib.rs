@@ -25,4 +25,7 @@ pub mod read;
 pub mod storage;
 pub mod view;
 
+#[cfg(test)]
+mod test_support;
+
 pub use error::{Error, Result};

@@ -58,6 +58,10 @@ pub struct Fragment {
     pub rel_dir: String,
     pub timestamps: TimestampedName,
     key: Option<[u8; 32]>,
+    /// Parsed on first use and kept, with the tile lists loaded into it, for as long as
+    /// the fragment is (a rescan that finds it still live keeps it). The decoded-chunk
+    /// cache does not hold it and nothing evicts it: what it costs grows with the
+    /// fragments and fields read, unbounded.
     meta: Lazy<Arc<FragmentMeta>>,
     /// The sizes of the fragment's files, from one listing of its folder (on object
     /// storage sizes come with the listing: no request per file).

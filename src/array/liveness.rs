@@ -9,14 +9,6 @@ use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits,
 use crate::format::name::{NameGeneration, TimestampedName};
 use crate::storage::{Listed, Named, Store};
 
-/// `(name, is folder)` of every entry of a listing.
-fn entries(listing: &[Listed]) -> Vec<(String, bool)> {
-    listing
-        .iter()
-        .map(|e| (e.name.clone(), e.is_folder()))
-        .collect()
-}
-
 /// A small file, read whole: in one request where its size came with the listing.
 fn read_sized(store: &dyn Store, key: &str, size: Option<u64>) -> Result<Vec<u8>> {
     match size {
@@ -81,171 +73,270 @@ const SPECIAL: &[&str] = &[
     "__enumerations",
 ];
 
-/// Finds the live fragments of the array in `store`; `root_entries` is the listing of
+/// Finds the live fragments of the array in `store`; `root_listing` is the listing of
 /// its root (which the caller has already). `seen_committed` tells a root-level fragment
 /// folder (formats 1-4) found committed by an earlier scan: its commit marker does not
 /// go away, so a rescan lists only the array's own folders, never one per fragment.
+///
+/// The phases, in the order TileDB's own reader needs them: what `.ign` files take back
+/// from consolidated commits, then every commit marker (what is committed, the delete
+/// and update commits, what consolidations replaced), then the fragment folders present,
+/// then the verdict on each.
 pub fn find_fragments(
     store: &dyn Store,
     root_listing: &[Listed],
     seen_committed: &dyn Fn(&str) -> bool,
 ) -> Result<Liveness> {
-    let has = |folder: &str| {
-        root_listing
-            .iter()
-            .any(|e| e.name == folder && e.is_folder())
-    };
-    // Names only: one marker file per fragment, whose sizes nobody needs.
-    let commits_listing = if has("__commits") {
-        store.list_names("__commits")?
-    } else {
-        Vec::new()
-    };
-    let commit_files: Vec<(String, bool)> = commits_listing
-        .iter()
-        .map(|e| (e.name.clone(), e.folder))
-        .collect();
-    let root_entries = entries(root_listing);
-    let commit = |name: &str| {
-        let key = crate::storage::join("__commits", name);
-        read_sized(store, &key, listed_size(&commits_listing, name))
-    };
+    let commits = CommitsFolder::list(store, root_listing)?;
+    let ignore = commits.ignored_commits()?;
+    let mut markers = commits.markers(&ignore)?;
+    markers.add_root_markers(store, root_listing)?;
+    let candidates = fragment_folders(store, root_listing, &markers.committed, seen_committed)?;
+    let mut liveness = judge(candidates, &markers.vacuumed);
+    liveness.conditions = markers.conditions;
+    Ok(liveness)
+}
 
-    let mut ignore = BTreeSet::new();
-    for (name, is_dir) in &commit_files {
-        if !is_dir && name.ends_with(".ign") {
-            for line in parse_lines(&commit(name)?) {
-                ignore.insert(line);
-            }
-        }
+/// Whether the root listing has the folder `name`.
+fn has_folder(root_listing: &[Listed], name: &str) -> bool {
+    root_listing.iter().any(|e| e.name == name && e.is_folder())
+}
+
+/// The `__commits` folder (format 12+): its file names, and reads of its files.
+struct CommitsFolder<'a> {
+    store: &'a dyn Store,
+    /// Names only: one marker file per fragment, whose sizes nobody needs. Empty when
+    /// the array has no `__commits` folder (formats 1-11).
+    listing: Vec<Named>,
+}
+
+impl<'a> CommitsFolder<'a> {
+    fn list(store: &'a dyn Store, root_listing: &[Listed]) -> Result<CommitsFolder<'a>> {
+        let listing = if has_folder(root_listing, "__commits") {
+            store.list_names("__commits")?
+        } else {
+            Vec::new()
+        };
+        Ok(CommitsFolder { store, listing })
     }
 
-    // Relative commit paths that count as present: `__commits/<x>.wrt`, `<x>.ok`, ...
-    let mut committed = BTreeSet::new();
-    let mut conditions = Vec::new();
-    let mut vacuumed: BTreeMap<String, String> = BTreeMap::new();
-    let mut add_vac = |bytes: &[u8], source: &str| {
+    /// The names of the files (not folders) in the folder, in listing order.
+    fn files(&self) -> impl Iterator<Item = &str> {
+        self.listing
+            .iter()
+            .filter(|e| !e.folder)
+            .map(|e| e.name.as_str())
+    }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let key = crate::storage::join("__commits", name);
+        read_sized(self.store, &key, listed_size(&self.listing, name))
+    }
+
+    /// Phase 1: the commit paths the `.ign` files list. A consolidated commits file
+    /// (`.con`) may embed commits that a later operation took back; TileDB writes their
+    /// paths to an `.ign` file rather than rewrite the `.con`, so they must be known
+    /// before any `.con` is read.
+    fn ignored_commits(&self) -> Result<BTreeSet<String>> {
+        let mut ignore = BTreeSet::new();
+        for name in self.files().filter(|n| n.ends_with(".ign")) {
+            ignore.extend(parse_lines(&self.read(name)?));
+        }
+        Ok(ignore)
+    }
+
+    /// Phase 2: every marker of the folder, in listing order (which is the order of the
+    /// condition commits): `.wrt` and `.con` entries commit fragments, `.del`/`.upd`
+    /// (standalone or embedded in a `.con`) are the condition commits, `.vac` files list
+    /// the fragments consolidations replaced. A `.con` entry listed in `ignore` counts as
+    /// absent.
+    fn markers(&self, ignore: &BTreeSet<String>) -> Result<Markers> {
+        let mut markers = Markers::default();
+        for name in self.files() {
+            let rel = format!("__commits/{name}");
+            if name.ends_with(".con") {
+                let bytes = self.read(name)?;
+                // A corrupt .con file hides what it commits; it is reported, not fatal.
+                match parse_consolidated_commits(&bytes) {
+                    Ok(entries) => {
+                        for e in entries {
+                            if ignore.contains(&e.path) {
+                                continue;
+                            }
+                            if is_condition(&e.path) {
+                                markers.conditions.push((e.path.clone(), e.payload.clone()));
+                            }
+                            markers.committed.insert(e.path);
+                        }
+                    }
+                    Err(e) => log::warn!("{rel}: unreadable consolidated commits file: {e}"),
+                }
+            } else if name.ends_with(".wrt") {
+                markers.committed.insert(rel);
+            } else if is_condition(name) {
+                markers.conditions.push((rel, None));
+            } else if name.ends_with(".vac") {
+                markers.vacuumed.add(&self.read(name)?, &rel);
+            }
+        }
+        Ok(markers)
+    }
+}
+
+/// Whether a commit path names a delete or an update commit.
+fn is_condition(path: &str) -> bool {
+    path.ends_with(".del") || path.ends_with(".upd")
+}
+
+/// What the commit markers say, before any fragment folder is looked at.
+#[derive(Default)]
+struct Markers {
+    /// Relative commit paths that count as present: `__commits/<x>.wrt`, `<x>.ok`, ...
+    committed: BTreeSet<String>,
+    /// Delete/update commits, relative paths (their bytes when a `.con` embeds them).
+    conditions: Vec<(String, Option<Vec<u8>>)>,
+    vacuumed: VacuumLists,
+}
+
+impl Markers {
+    /// Phase 3: the markers formats 1-11 keep in the array's root instead of
+    /// `__commits`: `<fragment>.ok` commits a fragment (formats 5-11), `<t1_t2>.vac`
+    /// lists what a consolidation replaced.
+    fn add_root_markers(&mut self, store: &dyn Store, root_listing: &[Listed]) -> Result<()> {
+        for e in root_listing.iter().filter(|e| !e.is_folder()) {
+            if e.name.ends_with(".ok") {
+                self.committed.insert(e.name.clone());
+            } else if e.name.ends_with(".vac") {
+                self.vacuumed
+                    .add(&read_sized(store, &e.name, e.size)?, &e.name);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fragment folder (relative path) -> the `.vac` file of the earliest consolidation
+/// that replaced it.
+#[derive(Default)]
+struct VacuumLists(BTreeMap<String, String>);
+
+impl VacuumLists {
+    /// Adds the entries of the `.vac` file `source`. A folder listed twice (consolidated,
+    /// then the result consolidated again) is hidden from the first consolidation on:
+    /// the earlier end timestamp wins.
+    fn add(&mut self, bytes: &[u8], source: &str) {
+        let t2 = |s: &str| TimestampedName::parse(s).map_or(u64::MAX, |t| t.t2);
         for entry in parse_lines(bytes) {
-            vacuumed
+            self.0
                 .entry(normalize_vacuum_entry(&entry))
                 .and_modify(|earliest| {
-                    // Listed twice: hidden from the first consolidation on.
-                    let t2 = |s: &str| TimestampedName::parse(s).map_or(u64::MAX, |t| t.t2);
                     if t2(source) < t2(earliest) {
                         *earliest = source.to_string();
                     }
                 })
                 .or_insert_with(|| source.to_string());
         }
-    };
-    for (name, is_dir) in &commit_files {
-        if *is_dir {
-            continue;
-        }
-        let rel = format!("__commits/{name}");
-        if name.ends_with(".con") {
-            let bytes = commit(name)?;
-            // A corrupt .con file hides what it commits; it is reported, not fatal.
-            match parse_consolidated_commits(&bytes) {
-                Ok(entries) => {
-                    for e in entries {
-                        if ignore.contains(&e.path) {
-                            continue;
-                        }
-                        if e.path.ends_with(".del") || e.path.ends_with(".upd") {
-                            conditions.push((e.path.clone(), e.payload.clone()));
-                        }
-                        committed.insert(e.path);
-                    }
-                }
-                Err(e) => log::warn!("{rel}: unreadable consolidated commits file: {e}"),
-            }
-        } else if name.ends_with(".wrt") {
-            committed.insert(rel);
-        } else if name.ends_with(".del") || name.ends_with(".upd") {
-            conditions.push((rel, None));
-        } else if name.ends_with(".vac") {
-            add_vac(&commit(name)?, &rel);
-        }
-    }
-    for (name, is_dir) in &root_entries {
-        if *is_dir {
-            continue;
-        }
-        if name.ends_with(".ok") {
-            committed.insert(name.clone());
-        } else if name.ends_with(".vac") {
-            let size = root_listing
-                .iter()
-                .find(|e| e.name == *name)
-                .and_then(|e| e.size);
-            add_vac(&read_sized(store, name, size)?, name);
-        }
     }
 
+    fn get(&self, rel_dir: &str) -> Option<&String> {
+        self.0.get(rel_dir)
+    }
+}
+
+/// A fragment folder present on disk, before the verdict.
+struct Candidate {
+    name: String,
+    rel_dir: String,
+    committed: bool,
+    /// The marker that commits it, to say what is missing when it is not committed.
+    marker: &'static str,
+}
+
+/// Phase 4: every folder that may be a fragment, and whether it is committed: the
+/// folders of `__fragments` (format 12+, committed by `__commits/<name>.wrt`), then
+/// the timestamped folders of the root (formats 1-11): from format 5 on (names of the
+/// third generation) committed by `<name>.ok`, before by holding
+/// `__fragment_metadata.tdb`, which costs a listing unless `seen_committed` knows it.
+fn fragment_folders(
+    store: &dyn Store,
+    root_listing: &[Listed],
+    committed: &BTreeSet<String>,
+    seen_committed: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Candidate>> {
     let mut found = Vec::new();
-    let mut ignored = Vec::new();
-    let fragments_listing = if has("__fragments") {
+    let fragments_listing = if has_folder(root_listing, "__fragments") {
         store.list("__fragments")?
     } else {
         Vec::new()
     };
-    for (name, is_dir) in entries(&fragments_listing) {
-        if is_dir {
-            let rel_dir = format!("__fragments/{name}");
-            let commit = format!("__commits/{name}.wrt");
-            found.push((
-                name,
-                rel_dir,
-                committed.contains(&commit),
-                ".wrt commit file",
-            ));
-        }
+    for e in fragments_listing.iter().filter(|e| e.is_folder()) {
+        found.push(Candidate {
+            committed: committed.contains(&format!("__commits/{}.wrt", e.name)),
+            rel_dir: format!("__fragments/{}", e.name),
+            name: e.name.clone(),
+            marker: ".wrt commit file",
+        });
     }
-    for (name, is_dir) in &root_entries {
-        if !is_dir || name.contains('.') || SPECIAL.contains(&name.as_str()) {
+    for e in root_listing.iter().filter(|e| e.is_folder()) {
+        let name = &e.name;
+        if name.contains('.') || SPECIAL.contains(&name.as_str()) {
             continue;
         }
-        let rel_dir = name.clone();
         let Some(ts) = TimestampedName::parse(name) else {
             continue;
         };
-        let is_committed = match ts.generation {
-            NameGeneration::Three => committed.contains(&format!("{name}.ok")),
-            _ if seen_committed(name) => true,
-            _ => store
-                .list(name)?
-                .iter()
-                .any(|e| e.name == "__fragment_metadata.tdb" && !e.is_folder()),
+        let (committed, marker) = match ts.generation {
+            NameGeneration::Three => (committed.contains(&format!("{name}.ok")), ".ok commit file"),
+            _ if seen_committed(name) => (true, "__fragment_metadata.tdb"),
+            _ => (
+                store
+                    .list(name)?
+                    .iter()
+                    .any(|e| e.name == "__fragment_metadata.tdb" && !e.is_folder()),
+                "__fragment_metadata.tdb",
+            ),
         };
-        let marker = match ts.generation {
-            NameGeneration::Three => ".ok commit file",
-            _ => "__fragment_metadata.tdb",
-        };
-        found.push((name.clone(), rel_dir, is_committed, marker));
+        found.push(Candidate {
+            name: name.clone(),
+            rel_dir: name.clone(),
+            committed,
+            marker,
+        });
     }
+    Ok(found)
+}
 
-    let mut live = Vec::new();
-    let mut replaced = Vec::new();
-    for (name, rel_dir, is_committed, marker) in found {
+/// Phase 5: the verdict on each candidate. Live: committed, timestamped and in no
+/// vacuum list; committed but listed is replaced (hidden now, still shown in the past
+/// before the consolidation); the rest is ignored, with the reason. Live fragments are
+/// sorted oldest first (by first timestamp, then name), the order TileDB merges them.
+fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists) -> Liveness {
+    let mut liveness = Liveness::default();
+    for Candidate {
+        name,
+        rel_dir,
+        committed,
+        marker,
+    } in candidates
+    {
         let Some(timestamps) = TimestampedName::parse(&name) else {
-            ignored.push(Ignored {
+            liveness.ignored.push(Ignored {
                 rel_dir,
                 reason: "not a timestamped fragment name".into(),
             });
             continue;
         };
-        if !is_committed {
-            ignored.push(Ignored {
+        if !committed {
+            liveness.ignored.push(Ignored {
                 rel_dir,
                 reason: format!("uncommitted: no {marker}"),
             });
         } else if let Some(vac) = vacuumed.get(&rel_dir) {
-            ignored.push(Ignored {
+            liveness.ignored.push(Ignored {
                 rel_dir: rel_dir.clone(),
                 reason: format!("consolidated away: listed in {vac}"),
             });
-            replaced.push(Replaced {
+            liveness.replaced.push(Replaced {
                 fragment: FoundFragment {
                     name,
                     rel_dir,
@@ -254,18 +345,15 @@ pub fn find_fragments(
                 hidden_from: TimestampedName::parse(vac).map_or(0, |t| t.t2),
             });
         } else {
-            live.push(FoundFragment {
+            liveness.live.push(FoundFragment {
                 name,
                 rel_dir,
                 timestamps,
             });
         }
     }
-    live.sort_by(|a, b| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
-    Ok(Liveness {
-        live,
-        replaced,
-        ignored,
-        conditions,
-    })
+    liveness
+        .live
+        .sort_by(|a, b| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
+    liveness
 }

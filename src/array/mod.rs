@@ -145,7 +145,8 @@ pub struct Array {
     by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
     by_name: HashMap<String, usize>,
-    /// Enumerations loaded so far, by file name (files never change).
+    /// Enumerations loaded so far, by file name (files never change); kept for the
+    /// life of the array, outside the decoded-chunk cache's bound.
     enumerations: std::sync::Mutex<HashMap<String, Arc<crate::format::enumeration::Enumeration>>>,
 }
 
@@ -346,18 +347,6 @@ impl Array {
     pub fn latest_schema(&self) -> &SchemaFile {
         // `open` refuses arrays without schemas.
         &self.schemas[self.schemas.len() - 1]
-    }
-
-    /// The schema a fragment was written with: by name from v10 (the footer names it),
-    /// `__array_schema.tdb` before.
-    pub fn schema_named(&self, name: Option<&str>) -> Option<&SchemaFile> {
-        match name {
-            Some(n) => {
-                let n = n.trim_start_matches('/');
-                self.schemas.iter().find(|s| s.name == n)
-            }
-            None => self.schemas.iter().find(|s| s.name == LEGACY_SCHEMA),
-        }
     }
 }
 

@@ -592,8 +592,11 @@ mod tests {
     use crate::format::commits::parse_consolidated_commits;
     use crate::format::metadata::FileOrder;
     use crate::format::schema::ArraySchema;
+    use crate::test_support::{
+        file_tile_payload, format_testdata, shared_corpus_or_skip, tile_payload,
+    };
     use std::collections::{BTreeMap, HashMap};
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     // ---- hand-built trees ----
 
@@ -1088,16 +1091,6 @@ mod tests {
             .unwrap_or_else(|| normalise_tiledb_py(condition))
     }
 
-    fn decode(bytes: &[u8], what: &str) -> Vec<u8> {
-        crate::array::generic_tile::decode_generic_tile(
-            bytes,
-            None,
-            &crate::error::Place::file(what.to_string()),
-        )
-        .unwrap()
-        .1
-    }
-
     /// Field name → datatype from the newest schema file of `schema_dir`.
     fn field_types(schema_dir: &Path) -> HashMap<String, Datatype> {
         let newest = std::fs::read_dir(schema_dir)
@@ -1106,11 +1099,7 @@ mod tests {
             .filter(|p| p.is_file())
             .max_by_key(|p| FileOrder::from_name(&p.file_name().unwrap().to_string_lossy()))
             .unwrap();
-        let schema = ArraySchema::parse(&decode(
-            &std::fs::read(&newest).unwrap(),
-            &newest.display().to_string(),
-        ))
-        .unwrap();
+        let schema = ArraySchema::parse(&file_tile_payload(&newest)).unwrap();
         let mut types: HashMap<String, Datatype> = schema
             .attributes
             .iter()
@@ -1139,7 +1128,7 @@ mod tests {
             let condition = expected
                 .get(&t1)
                 .unwrap_or_else(|| panic!("{what}: no delete at {t1} in the expected list"));
-            let stored = parse_delete_condition(&decode(tile, &what)).unwrap();
+            let stored = parse_delete_condition(&tile_payload(tile, &what)).unwrap();
             let text = stored.negated().to_text(|f| types.get(f).copied());
             assert_eq!(
                 text,
@@ -1176,15 +1165,11 @@ mod tests {
         out
     }
 
-    fn testdata() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/format/testdata/conditions")
-    }
-
     /// Twenty conditions given to TileDB-Py (`testdata/generate.py`), each as a `.del`
     /// and again inside the `.con` that consolidating the commits wrote.
     #[test]
     fn real_conditions_written_by_tiledb_py() {
-        let dir = testdata();
+        let dir = format_testdata("conditions");
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("deletes.json")).unwrap()).unwrap();
         let expected = deletes_of(&json);
@@ -1200,24 +1185,19 @@ mod tests {
     #[test]
     fn real_conditions_of_the_corpus() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let shared = repo.join("../shared/corpus/tiledb");
         let mut roots = vec![repo.join("tests/fixtures/tiledb")];
-        if shared.is_dir() {
+        if let Some(shared) = shared_corpus_or_skip() {
             roots.extend(
                 std::fs::read_dir(&shared)
                     .unwrap()
                     .map(|e| e.unwrap().path())
                     .filter(|p| p.is_dir()),
             );
-        } else {
-            eprintln!("skipped the shared corpus: {} is absent", shared.display());
         }
         let (mut standalone, mut embedded, mut arrays) = (0, 0, 0);
         for root in roots {
-            let Ok(entries) = std::fs::read_dir(&root) else {
-                eprintln!("skipped {}: absent", root.display());
-                continue;
-            };
+            let entries =
+                std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
             for entry in entries {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();

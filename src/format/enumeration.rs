@@ -242,6 +242,7 @@ fn check_offsets(offsets: &[u64], data_size: u64, at: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{file_tile_payload, format_testdata, shared_corpus_or_skip};
     use std::path::Path;
 
     fn payload(
@@ -428,19 +429,11 @@ mod tests {
     /// ordered) and `empty`.
     #[test]
     fn real_enumerations() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/format/testdata/enumerations");
+        let dir = format_testdata("enumerations");
         let mut found = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            let bytes = std::fs::read(&path).unwrap();
-            let what = path.display().to_string();
-            let (_, payload) = crate::array::generic_tile::decode_generic_tile(
-                &bytes,
-                None,
-                &crate::error::Place::file(what.to_string()),
-            )
-            .unwrap();
-            let e = Enumeration::parse(&payload).unwrap();
+            let e = Enumeration::parse(&file_tile_payload(&path)).unwrap();
             assert_eq!(e.path_name, path.file_name().unwrap().to_string_lossy());
             let values: Vec<String> = match e.datatype {
                 Datatype::StringUtf8 => e
@@ -467,16 +460,12 @@ mod tests {
         );
     }
 
-    /// Every enumeration of the shared corpus, if it has any (it had none when this was
-    /// written).
+    /// Every enumeration of the repository's fixtures and of the shared corpus (which
+    /// had none when this was written): the fixtures make sure some are parsed.
     #[test]
-    fn shared_corpus_enumerations_parse() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/tiledb");
-        if !root.is_dir() {
-            eprintln!("skipped: {} is absent", root.display());
-            return;
-        }
-        let mut stack = vec![root];
+    fn every_enumeration_of_the_fixtures_and_the_corpus_parses() {
+        let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+        stack.extend(shared_corpus_or_skip());
         let mut count = 0;
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
@@ -486,19 +475,13 @@ mod tests {
                 } else if path.parent().and_then(|p| p.file_name())
                     == Some("__enumerations".as_ref())
                 {
-                    let bytes = std::fs::read(&path).unwrap();
-                    let what = path.display().to_string();
-                    let (_, payload) = crate::array::generic_tile::decode_generic_tile(
-                        &bytes,
-                        None,
-                        &crate::error::Place::file(what.to_string()),
-                    )
-                    .unwrap();
-                    Enumeration::parse(&payload).unwrap();
+                    Enumeration::parse(&file_tile_payload(&path))
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                     count += 1;
                 }
             }
         }
-        eprintln!("parsed {count} enumerations of the shared corpus");
+        assert!(count > 0, "no enumeration found to parse");
+        println!("parsed {count} enumerations");
     }
 }

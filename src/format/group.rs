@@ -254,7 +254,7 @@ fn apply(members: &mut BTreeMap<String, GroupMember>, details: &GroupDetails) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::test_support::{file_tile_payload, format_testdata};
 
     fn member(
         version: u32,
@@ -516,7 +516,7 @@ mod tests {
     /// members, then one removing `meta_arr`.
     #[test]
     fn real_group_details() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/format/testdata/group");
+        let dir = format_testdata("group");
         assert_eq!(
             sniff_object_type([(GROUP_DETAILS_DIR, true), ("__meta", true)]),
             ObjectType::Group
@@ -524,14 +524,7 @@ mod tests {
         let mut files = Vec::new();
         for entry in std::fs::read_dir(dir.join(GROUP_DETAILS_DIR)).unwrap() {
             let path = entry.unwrap().path();
-            let bytes = std::fs::read(&path).unwrap();
-            let what = path.display().to_string();
-            let (_, payload) = crate::array::generic_tile::decode_generic_tile(
-                &bytes,
-                None,
-                &crate::error::Place::file(what.to_string()),
-            )
-            .unwrap();
+            let payload = file_tile_payload(&path);
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             assert!(!details_name_is_v1(&name));
             files.push((

@@ -217,7 +217,8 @@ pub fn merge_metadata(
 mod tests {
     use super::*;
     use crate::format::FormatError;
-    use std::path::{Path, PathBuf};
+    use crate::test_support::{file_tile_payload, format_testdata, shared_corpus_or_skip};
+    use std::path::Path;
 
     fn put(buf: &mut Vec<u8>, key: &[u8], datatype: u8, count: u32, value: &[u8]) {
         buf.extend((key.len() as u32).to_le_bytes());
@@ -414,24 +415,6 @@ mod tests {
         assert_eq!(parse_meta_vacuum(vac), vec!["__1_1_a", "__2_2_b"]);
     }
 
-    fn testdata(sub: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/format/testdata")
-            .join(sub)
-    }
-
-    fn decode(path: &Path) -> Vec<u8> {
-        let bytes = std::fs::read(path).unwrap();
-        let what = path.display().to_string();
-        crate::array::generic_tile::decode_generic_tile(
-            &bytes,
-            None,
-            &crate::error::Place::file(what.to_string()),
-        )
-        .unwrap()
-        .1
-    }
-
     /// Loads a `__meta` folder as TileDB does: classify, drop vacuumed and partial
     /// files, parse, merge.
     fn load_folder(dir: &Path) -> (usize, BTreeMap<Vec<u8>, MetadataValue>) {
@@ -450,7 +433,7 @@ mod tests {
         for n in &names {
             if let MetaFile::Metadata(o) = classify_meta_file(n) {
                 if !vacuumed.contains(n) {
-                    files.push((o, parse_metadata(&decode(&dir.join(n))).unwrap()));
+                    files.push((o, parse_metadata(&file_tile_payload(&dir.join(n))).unwrap()));
                 }
             }
         }
@@ -461,12 +444,15 @@ mod tests {
     /// consolidation (with its `.vac`), then a deletion.
     #[test]
     fn real_array_metadata() {
-        let dir = testdata("metadata/array");
+        let dir = format_testdata("metadata/array");
         let mut per_file = BTreeMap::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let name = entry.unwrap().file_name().to_string_lossy().into_owned();
             if let MetaFile::Metadata(o) = classify_meta_file(&name) {
-                per_file.insert(o, parse_metadata(&decode(&dir.join(&name))).unwrap());
+                per_file.insert(
+                    o,
+                    parse_metadata(&file_tile_payload(&dir.join(&name))).unwrap(),
+                );
             }
         }
         assert_eq!(per_file.len(), 4);
@@ -511,7 +497,7 @@ mod tests {
 
     #[test]
     fn real_group_metadata() {
-        let (vacuumed, merged) = load_folder(&testdata("metadata/group"));
+        let (vacuumed, merged) = load_folder(&format_testdata("metadata/group"));
         assert_eq!(vacuumed, 0);
         assert_eq!(
             merged.get(&b"k"[..]).cloned(),
@@ -524,16 +510,12 @@ mod tests {
         assert_eq!(merged.len(), 2);
     }
 
-    /// Every `__meta` file of the shared corpus, if it has any (it had none when this
-    /// was written).
+    /// Every `__meta` file of the repository's fixtures and of the shared corpus (which
+    /// had none when this was written): the fixtures make sure some are parsed.
     #[test]
-    fn shared_corpus_metadata_parses() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/tiledb");
-        if !root.is_dir() {
-            eprintln!("skipped: {} is absent", root.display());
-            return;
-        }
-        let mut stack = vec![root];
+    fn every_metadata_file_of_the_fixtures_and_the_corpus_parses() {
+        let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+        stack.extend(shared_corpus_or_skip());
         let mut count = 0;
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
@@ -543,12 +525,14 @@ mod tests {
                 } else if path.parent().and_then(|p| p.file_name()) == Some("__meta".as_ref()) {
                     let name = path.file_name().unwrap().to_string_lossy().into_owned();
                     if let MetaFile::Metadata(_) = classify_meta_file(&name) {
-                        parse_metadata(&decode(&path)).unwrap();
+                        parse_metadata(&file_tile_payload(&path))
+                            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                         count += 1;
                     }
                 }
             }
         }
-        eprintln!("parsed {count} metadata files of the shared corpus");
+        assert!(count > 0, "no metadata file found to parse");
+        println!("parsed {count} metadata files");
     }
 }

@@ -3,6 +3,7 @@
 pub mod chunked;
 pub mod commits;
 pub mod condition;
+pub mod condition_eval;
 pub mod coords;
 pub mod datatype;
 pub mod enumeration;
@@ -19,6 +20,6 @@ pub mod reader;
 pub mod schema;
 
 pub use datatype::{Datatype, ElementKind};
-pub use error::{FormatError, Result};
+pub use error::FormatError;
 pub use pipeline::{Filter, FilterPipeline};
 pub use reader::Reader;

@@ -108,15 +108,6 @@ impl MemoryStore {
             .insert(full, Arc::new(bytes));
     }
 
-    /// Removes every object under the folder `prefix` (a vacuum).
-    pub fn remove_folder(&self, prefix: &str) {
-        let full = format!("{}/", join(&self.prefix, prefix));
-        self.objects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|k, _| !k.starts_with(&full));
-    }
-
     /// Sets how much of a tile's start the chunk walk reads in one request.
     pub fn with_walk_window(mut self, bytes: u64) -> MemoryStore {
         self.walk_window = bytes;

@@ -8,7 +8,8 @@
 //! - then that version is dropped if its `__delete_timestamps` stamp is `<= T`, or if a
 //!   delete committed at or before `T` (and not after the version) matches it: a `.del`
 //!   stores the negated condition, a cell is kept where it holds, and a comparison with
-//!   a NULL is false. An older version never reappears.
+//!   a NULL is false ([`condition_eval`](crate::format::condition_eval) decides). An
+//!   older version never reappears.
 //!
 //! The merge streams: memory is a block of cells per fragment. A checkpoint (each
 //! fragment's position) every [`BLOCK`] output cells lets a read of any cells restart
@@ -24,10 +25,9 @@ use std::sync::{Arc, Mutex};
 use crate::array::generic_tile::decode_generic_tile;
 use crate::array::Array;
 use crate::error::{Error, Place, Result};
-use crate::format::condition::{parse_delete_condition, Combination, Condition, Op, ValueNode};
-use crate::format::datatype::decode_int;
+use crate::format::condition::{parse_delete_condition, Condition};
+use crate::format::condition_eval::{holds, tested_fields, EvalError, TestedField};
 use crate::format::schema::ArraySchema;
-use crate::format::Datatype;
 use crate::lazy::Lazy;
 use crate::read::cells::Cells;
 use crate::read::ReadEngine;
@@ -79,8 +79,8 @@ pub struct SparseMerge {
     at: u64,
     dups: bool,
     deletes: Vec<Delete>,
-    /// Names of the fields the deletes test, with their datatypes.
-    tested: Vec<(String, Datatype, bool)>,
+    /// The fields the deletes test, with their datatypes.
+    tested: Vec<TestedField>,
     index: Lazy<Arc<Index>>,
     progress: Mutex<Progress>,
     /// Output cells between checkpoints: [`BLOCK`] (small in tests).
@@ -118,28 +118,7 @@ impl SparseMerge {
                 keep,
             });
         }
-        let mut tested: Vec<(String, Datatype, bool)> = Vec::new();
-        for d in &deletes {
-            collect_fields(&d.keep, &mut |name| {
-                if tested.iter().any(|(n, ..)| n == name) {
-                    return;
-                }
-                let field = schema
-                    .dimensions
-                    .iter()
-                    .map(|d| (&d.name, d.datatype, d.is_var()))
-                    .chain(
-                        schema
-                            .attributes
-                            .iter()
-                            .map(|a| (&a.name, a.datatype, a.is_var())),
-                    )
-                    .find(|(n, ..)| *n == name);
-                if let Some((n, t, var)) = field {
-                    tested.push((n.clone(), t, var));
-                }
-            });
-        }
+        let tested = tested_fields(schema, deletes.iter().map(|d| &d.keep));
         Ok(SparseMerge {
             order,
             at,
@@ -309,18 +288,6 @@ fn push_cell(runs: &mut Vec<Run>, source: usize, cell: u64) {
             stride: 1,
             count: 1,
         }),
-    }
-}
-
-/// Calls `f` with every field name a condition tests.
-fn collect_fields(c: &Condition, f: &mut impl FnMut(&str)) {
-    match c {
-        Condition::Value(v) => f(&v.field),
-        Condition::Expr { children, .. } => {
-            for child in children {
-                collect_fields(child, f);
-            }
-        }
     }
 }
 
@@ -504,7 +471,7 @@ impl<'a> Stream<'a> {
             .merge
             .tested
             .iter()
-            .map(|(name, ..)| find(name).map(read).transpose())
+            .map(|field| find(&field.name).map(read).transpose())
             .collect::<Result<Vec<_>>>()?;
         Ok(Block {
             first,
@@ -704,7 +671,17 @@ impl<'a> Stream<'a> {
                     continue;
                 }
                 let Some(block) = block else { break };
-                if !self.holds(&d.keep, block, k)? {
+                // A null cell, or a fragment without the field, is a NULL.
+                let value = |f: usize| {
+                    block.tested[f]
+                        .as_ref()
+                        .filter(|cells| cells.is_valid(k))
+                        .map(|cells| cells.value(k))
+                };
+                let keep = holds(&d.keep, &self.merge.tested, &value).map_err(
+                    |EvalError { field, reason }| Error::corrupt(Place::file(field), reason),
+                )?;
+                if !keep {
                     shown = false;
                     break;
                 }
@@ -716,111 +693,6 @@ impl<'a> Stream<'a> {
             timestamp,
             shown,
         })
-    }
-
-    /// Whether condition `c` holds for cell `k` of `block` (a NULL compares false).
-    fn holds(&self, c: &Condition, block: &Block, k: usize) -> Result<bool> {
-        Ok(match c {
-            Condition::Expr { op, children } => match op {
-                Combination::And => {
-                    for child in children {
-                        if !self.holds(child, block, k)? {
-                            return Ok(false);
-                        }
-                    }
-                    true
-                }
-                Combination::Or => {
-                    for child in children {
-                        if self.holds(child, block, k)? {
-                            return Ok(true);
-                        }
-                    }
-                    false
-                }
-                Combination::Not => match children.first() {
-                    Some(child) => !self.holds(child, block, k)?,
-                    None => true,
-                },
-            },
-            Condition::Value(v) => self.compare(v, block, k)?,
-        })
-    }
-
-    fn compare(&self, v: &ValueNode, block: &Block, k: usize) -> Result<bool> {
-        let Some(f) = self.merge.tested.iter().position(|(n, ..)| *n == v.field) else {
-            return Err(Error::corrupt(
-                Place::file(v.field.as_str()),
-                "a delete tests a field the array does not have",
-            ));
-        };
-        let (_, datatype, var) = &self.merge.tested[f];
-        let Some(cells) = &block.tested[f] else {
-            // The fragment predates the field: its cells are NULL there.
-            return Ok(matches!(v.op, Op::AlwaysTrue));
-        };
-        if !cells.is_valid(k) {
-            return Ok(matches!(v.op, Op::AlwaysTrue));
-        }
-        let value = cells.value(k);
-        let cmp = |member: &[u8]| -> Result<Ordering> {
-            if !var && member.len() != value.len() {
-                return Err(Error::corrupt(
-                    Place::file(v.field.as_str()),
-                    format!(
-                        "a delete compares {} with a value of {} bytes, its cells have {}",
-                        v.field,
-                        member.len(),
-                        value.len()
-                    ),
-                ));
-            }
-            Ok(compare_values(*datatype, *var, value, member))
-        };
-        Ok(match v.op {
-            Op::Lt => cmp(&v.value)?.is_lt(),
-            Op::Le => cmp(&v.value)?.is_le(),
-            Op::Gt => cmp(&v.value)?.is_gt(),
-            Op::Ge => cmp(&v.value)?.is_ge(),
-            Op::Eq => cmp(&v.value)?.is_eq(),
-            Op::Ne => cmp(&v.value)?.is_ne(),
-            Op::In | Op::NotIn => {
-                let members = v.members().ok_or_else(|| {
-                    Error::corrupt(
-                        Place::file(v.field.as_str()),
-                        "a set whose offsets do not fit",
-                    )
-                })?;
-                let mut found = false;
-                for m in members {
-                    if cmp(m)?.is_eq() {
-                        found = true;
-                        break;
-                    }
-                }
-                found == (v.op == Op::In)
-            }
-            Op::AlwaysTrue => true,
-            Op::AlwaysFalse => false,
-        })
-    }
-}
-
-/// Compares a cell's value with a condition's, by the field's datatype.
-fn compare_values(t: Datatype, var: bool, a: &[u8], b: &[u8]) -> Ordering {
-    if var || t.is_string() || matches!(t, Datatype::Char | Datatype::Blob) {
-        return a.cmp(b);
-    }
-    if t.is_float() {
-        let f = |x: &[u8]| match t {
-            Datatype::Float32 => f32::from_le_bytes(x.try_into().unwrap_or([0; 4])) as f64,
-            _ => f64::from_le_bytes(x.try_into().unwrap_or([0; 8])),
-        };
-        return f(a).partial_cmp(&f(b)).unwrap_or(Ordering::Less);
-    }
-    match (decode_int(a, t), decode_int(b, t)) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        _ => a.cmp(b),
     }
 }
 
