@@ -565,7 +565,7 @@ fn shorten_error_document(text: &str) -> String {
 /// message names the URI already).
 fn source_text(e: &Error) -> String {
     match e {
-        Error::Io { source, .. } => source.to_string(),
+        Error::Io { cause, .. } => cause.to_string(),
         e => e.to_string(),
     }
 }
@@ -724,9 +724,9 @@ impl Store for S3Store {
         let pieces = self.fetch_ranges(&full, &wanted).map_err(|e| match e {
             // Errors name the key relative to the root, as other stores do.
             Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
-            Error::Io { source, .. } => Error::Io {
+            Error::Io { cause, .. } => Error::Io {
                 place: Box::new(Place::file(key)),
-                source,
+                cause,
             },
             e => e,
         })?;
@@ -810,9 +810,9 @@ impl Store for S3Store {
         }
         let got = self.runtime.block_on(self.inner.get(&full, None));
         let bytes = got.as_ref().map(|g| g.bytes.to_vec()).map_err(|e| match e {
-            Error::Io { source, .. } => Error::Io {
+            Error::Io { cause, .. } => Error::Io {
                 place: Box::new(Place::file(key)),
-                source: source.clone(),
+                cause: cause.clone(),
             },
             e => e.clone(),
         });
