@@ -169,6 +169,24 @@ pub enum Error {
         prefix(.0)
     )]
     KeyNeeded(Option<String>),
+    /// The key given does not decrypt the array's schema. The schema is the first thing
+    /// an encrypted array decrypts, so a key that fails there is the wrong key; a key
+    /// that decrypted it is right, and a chunk that fails later was altered (bad data,
+    /// [`Error::Filter`]). Names the array once known.
+    #[error(
+        "{}wrong encryption key: it does not decrypt the array's schema ({place})",
+        prefix(array)
+    )]
+    WrongKey {
+        array: Option<String>,
+        place: Box<Place>,
+    },
+    /// A failure outside the array's bytes (a mount point, a bucket, a credential, an
+    /// array URI) whose message says everything, with the errno that fits it: ENOENT
+    /// for something missing, EACCES for refused credentials, EBUSY for a busy mount
+    /// point, EIO for a transport that failed.
+    #[error("{message}")]
+    Setup { message: String, errno: i32 },
     #[error("{0}")]
     InvalidArgument(String),
 }
@@ -189,7 +207,10 @@ fn place_prefix(place: &Place) -> String {
 }
 
 impl Error {
-    /// The errno a FUSE reader should see.
+    /// The errno a FUSE reader should see. It says what kind of failure it is, so a
+    /// reader can act on it: EIO only for failed I/O and bad bytes; a missing or wrong
+    /// key is EACCES (the data is there, the reader may not decrypt it); a failure
+    /// outside the array carries its own.
     pub fn errno(&self) -> i32 {
         match self {
             Error::NotFound(_) => libc::ENOENT,
@@ -200,8 +221,14 @@ impl Error {
                 std::io::ErrorKind::PermissionDenied => libc::EACCES,
                 _ => libc::EIO,
             },
+            // Nothing fragfs can show is there (a group member that is not a folder, a
+            // folder with no schema): what a reader of a missing folder gets.
+            Error::NotAnArray(_) => libc::ENOENT,
+            Error::KeyNeeded(_) | Error::WrongKey { .. } => libc::EACCES,
+            Error::Setup { errno, .. } => *errno,
             Error::InvalidArgument(_) => libc::EINVAL,
-            _ => libc::EIO,
+            Error::Format { .. } | Error::Filter { .. } | Error::Filo { .. } => libc::EIO,
+            Error::Corrupt { .. } => libc::EIO,
         }
     }
 
@@ -229,7 +256,8 @@ impl Error {
             | Error::Format { place, .. }
             | Error::Filter { place, .. }
             | Error::Filo { place, .. }
-            | Error::Corrupt { place, .. } => Some(place),
+            | Error::Corrupt { place, .. }
+            | Error::WrongKey { place, .. } => Some(place),
             _ => None,
         }
     }
@@ -243,6 +271,7 @@ impl Error {
             Error::Filter { cause, .. } => Error::Filter { place, cause },
             Error::Filo { cause, .. } => Error::Filo { place, cause },
             Error::Corrupt { reason, .. } => Error::Corrupt { place, reason },
+            Error::WrongKey { array, .. } => Error::WrongKey { array, place },
             other => other,
         }
     }
@@ -281,6 +310,20 @@ impl Error {
         }
     }
 
+    /// For errors found decoding the array's schema, the first thing an encrypted array
+    /// decrypts: a chunk that does not decrypt there means the key is wrong
+    /// ([`Error::WrongKey`]), not that the bytes were altered. Other errors pass as
+    /// they are.
+    pub fn in_schema(self) -> Error {
+        match self {
+            Error::Filter {
+                place,
+                cause: FilterError::Decrypt,
+            } => Error::WrongKey { array: None, place },
+            other => other,
+        }
+    }
+
     pub fn filo(place: impl Into<Place>, cause: FiloError) -> Error {
         Error::Filo {
             place: Box::new(place.into()),
@@ -292,6 +335,14 @@ impl Error {
         Error::Corrupt {
             place: Box::new(place.into()),
             reason: reason.into(),
+        }
+    }
+
+    /// A [`Error::Setup`] failure: `message` says all, `errno` fits it.
+    pub fn setup(errno: i32, message: impl Into<String>) -> Error {
+        Error::Setup {
+            message: message.into(),
+            errno,
         }
     }
 }
@@ -396,6 +447,10 @@ mod tests {
                 ),
                 "no type",
             ),
+            (
+                Error::filter("__schema/s", FilterError::Decrypt).in_schema(),
+                "wrong encryption key",
+            ),
         ];
         for (e, cause) in cases {
             assert!(std::error::Error::source(&e).is_none(), "{e}");
@@ -403,5 +458,42 @@ mod tests {
                 assert_eq!(shown.matches(cause).count(), 1, "{shown}");
             }
         }
+    }
+
+    /// A missing key and a wrong one are EACCES, not EIO: the bytes are there, this
+    /// reader may not decrypt them. A chunk that does not decrypt once the schema did
+    /// (the key is right) is altered data: EIO.
+    #[test]
+    fn a_missing_or_wrong_key_is_eacces_and_altered_ciphertext_is_eio() {
+        assert_eq!(Error::KeyNeeded(None).errno(), libc::EACCES);
+        assert_eq!(
+            Error::filter("a0.tdb", FilterError::KeyNeeded).errno(),
+            libc::EACCES
+        );
+        let place = Place::file("__schema/s").chunk(0);
+        let wrong = Error::filter(place.clone(), FilterError::Decrypt).in_schema();
+        assert_eq!(wrong.errno(), libc::EACCES);
+        assert_eq!(wrong.place(), Some(&place));
+        assert!(!wrong.is_transient());
+        let altered = Error::filter(Place::file("a0.tdb").tile(2), FilterError::Decrypt);
+        assert_eq!(altered.errno(), libc::EIO);
+        // Only a decryption failure says anything about the key.
+        let bad = Error::corrupt("__schema/s", "short").in_schema();
+        assert_eq!(bad.errno(), libc::EIO);
+    }
+
+    #[test]
+    fn failures_outside_the_array_carry_the_errno_that_fits() {
+        let e = Error::setup(libc::EBUSY, "mount point /m is busy");
+        assert_eq!(
+            (e.errno(), e.to_string().as_str()),
+            (libc::EBUSY, "mount point /m is busy")
+        );
+        assert!(!e.is_transient());
+        assert_eq!(
+            Error::NotAnArray("x: not a TileDB array".into()).errno(),
+            libc::ENOENT
+        );
+        assert_eq!(Error::InvalidArgument("bad".into()).errno(), libc::EINVAL);
     }
 }

@@ -202,6 +202,8 @@ impl S3Store {
             }),
             root: location.prefix.clone(),
         };
+        // One line that names the URI, with the errno of what failed: ENOENT for a
+        // missing bucket, EACCES for refused credentials, EIO for a transport failure.
         let root = store.list("").map_err(|e| {
             let hint = match e.errno() {
                 libc::EACCES => {
@@ -210,7 +212,7 @@ impl S3Store {
                 }
                 _ => "",
             };
-            Error::InvalidArgument(format!("{}{hint}", source_text(&e)))
+            Error::setup(e.errno(), format!("{}{hint}", source_text(&e)))
         })?;
         if root.is_empty() {
             return Err(Error::NotFound(format!(
