@@ -6,7 +6,12 @@
 //! immutable, opens ask the kernel to keep its page cache (and the listings of folders
 //! inside a fragment), and `readdirplus` returns attributes so `ls -l` and `find` never
 //! need a second request, let alone a decoded tile.
-
+//!
+//! The node table is not bounded: it grows with the nodes the kernel is shown, a few
+//! dozen bytes each, and fragfs does not act on the kernel's FORGET (a number must stay
+//! the same for the life of the mount). The decoded-chunk cache (`--cache-size`) bounds
+//! decoded bytes only, not this table.
+//!
 //! An open file keeps what it reads (the tree's [`OpenGuard`]): a fragment that TileDB
 //! vacuums while a file of it is open reads on with the bytes it had, as a removed local
 //! file does; its path is gone once the kernel's entry for the fragment folder expires.
