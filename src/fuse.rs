@@ -3,8 +3,14 @@
 //!
 //! What makes it kernel-friendly: inode numbers come from the tree's node table (stable
 //! for the life of the mount), attributes and entries carry long TTLs because the data is
-//! immutable, opens ask the kernel to keep its page cache, and `readdirplus` returns
-//! attributes so `ls -l` and `find` never need a second request, let alone a decoded tile.
+//! immutable, opens ask the kernel to keep its page cache (and the listings of folders
+//! inside a fragment), and `readdirplus` returns attributes so `ls -l` and `find` never
+//! need a second request, let alone a decoded tile.
+//!
+//! The node table is not bounded: it grows with the nodes the kernel is shown, a few
+//! dozen bytes each, and fragfs does not act on the kernel's FORGET (a number must stay
+//! the same for the life of the mount). The decoded-chunk cache (`--cache-size`) bounds
+//! decoded bytes only, not this table.
 //!
 //! An open file keeps what it reads (the tree's [`OpenGuard`]): a fragment that TileDB
 //! vacuums while a file of it is open reads on with the bytes it had, as a removed local
@@ -19,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, Request, Session, SessionACL, TimeOrNow, WriteFlags,
+    ReplyOpen, ReplyStatfs, Request, Session, SessionACL, TimeOrNow,
 };
 
 use crate::error::Error;
@@ -176,6 +182,20 @@ fn attr_ttl(view: &dyn FileTree, ino: Ino, stat: &Stat) -> Duration {
         ttl(view, ino)
     } else {
         Duration::ZERO
+    }
+}
+
+/// How the kernel may cache a folder's listing. `FOPEN_CACHE_DIR` keeps the entries
+/// `readdir` returned in the kernel's page cache, and `FOPEN_KEEP_CACHE` keeps them
+/// across opens (without it, each `opendir` drops them; alone, it does nothing for a
+/// folder). Only folders whose entries never change get both (those inside a
+/// fragment): the kernel would otherwise show a listing that a write, consolidation or
+/// vacuum made stale, since it only drops a kept listing when the folder's mtime changes
+/// and these folders show a fixed one. The rest are listed afresh at every open.
+fn dir_cache_flags(lifetime: Lifetime) -> FopenFlags {
+    match lifetime {
+        Lifetime::Immutable => FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+        Lifetime::Changing | Lifetime::Snapshot => FopenFlags::empty(),
     }
 }
 
@@ -357,7 +377,7 @@ impl Filesystem for FragFs {
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.node_attr(ino.0) {
             Ok((attr, _)) if attr.kind == FileType::Directory => {
-                reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+                reply.opened(FileHandle(0), dir_cache_flags(self.view.lifetime(ino.0)))
             }
             Ok(_) => reply.error(Errno::ENOTDIR),
             Err(e) => reply.error(e),
@@ -433,15 +453,17 @@ impl Filesystem for FragFs {
         reply.statfs(0, 0, 0, files, 0, BLOCK_SIZE, 255, BLOCK_SIZE);
     }
 
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        match self.node_attr(ino.0) {
-            Ok(_) if mask.contains(AccessFlags::W_OK) => reply.error(Errno::EROFS),
-            Ok(_) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
-    }
+    // No `access`: the mount uses `default_permissions`, so the kernel checks access
+    // itself from the attributes (0o444 files, 0o555 folders, EROFS for W_OK on the
+    // read-only mount) and never asks.
 
-    // Everything that would change the tree: the mount is read-only.
+    // Everything that would change the tree. The mount is read-only (`ro`), so the
+    // kernel refuses these with EROFS before asking; they answer EROFS all the same
+    // for a mount made without `ro` (a program mounting with its own configuration) or
+    // remounted read-write, where fuser's defaults would answer ENOSYS. No handlers for
+    // what needs a file open for writing (write, fallocate, copy_file_range into it):
+    // `open` and `create` refuse every access mode but read-only, so the kernel never
+    // has a handle to send them for.
 
     fn setattr(
         &self,
@@ -532,21 +554,6 @@ impl Filesystem for FragFs {
         reply.error(Errno::EROFS);
     }
 
-    fn write(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _offset: u64,
-        _data: &[u8],
-        _write_flags: WriteFlags,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
-    ) {
-        reply.error(Errno::EROFS);
-    }
-
     fn create(
         &self,
         _req: &Request,
@@ -574,19 +581,6 @@ impl Filesystem for FragFs {
     }
 
     fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::EROFS);
-    }
-
-    fn fallocate(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _offset: u64,
-        _length: u64,
-        _mode: i32,
-        reply: ReplyEmpty,
-    ) {
         reply.error(Errno::EROFS);
     }
 }
@@ -642,4 +636,23 @@ pub fn mount(
     cfg: &MountConfig,
 ) -> io::Result<Session<FragFs>> {
     Session::new(FragFs::new(view, cfg), mountpoint, &fuse_config(cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Listings inside a fragment never change: the kernel keeps them across opens
+    /// (both flags; `FOPEN_KEEP_CACHE` alone does nothing for a folder). Listings that
+    /// a write or vacuum can change are asked for at every open.
+    #[test]
+    fn only_folders_that_never_change_keep_their_listing_in_the_kernel() {
+        assert_eq!(
+            dir_cache_flags(Lifetime::Immutable),
+            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+        );
+        for lifetime in [Lifetime::Changing, Lifetime::Snapshot] {
+            assert_eq!(dir_cache_flags(lifetime), FopenFlags::empty());
+        }
+    }
 }

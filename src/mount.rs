@@ -36,10 +36,10 @@ pub struct MountRequest {
 pub fn run(request: MountRequest) -> Result<()> {
     check_mountpoint(&request.mountpoint)?;
     if !Path::new("/dev/fuse").exists() {
-        return Err(Error::InvalidArgument(
+        return Err(Error::setup(
+            libc::ENODEV,
             "no /dev/fuse: FUSE is not available here (load the fuse module; in a container, \
-             pass the /dev/fuse device)"
-                .into(),
+             pass the /dev/fuse device)",
         ));
     }
     if request.fuse.auto_unmount && !request.fuse.allow_other && !request.fuse.allow_root {
@@ -225,23 +225,28 @@ fn unescape_octal(s: &str) -> Vec<u8> {
     out
 }
 
-/// The mount point must be an existing folder with nothing mounted on it yet.
+/// The mount point must be an existing folder with nothing mounted on it yet. Each
+/// refusal has the errno of what is wrong (ENOENT, ENOTDIR, EBUSY), as mount(8) would.
 fn check_mountpoint(mnt: &Path) -> Result<()> {
     let shown = mnt.display();
     let meta = std::fs::metadata(mnt).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => {
-            Error::InvalidArgument(format!("mount point {shown}: no such folder"))
+            Error::setup(libc::ENOENT, format!("mount point {shown}: no such folder"))
         }
-        io::ErrorKind::NotConnected => Error::InvalidArgument(format!(
-            "mount point {shown} is busy: a FUSE mount there has lost its daemon \
-             (fragfs umount {shown})"
-        )),
+        io::ErrorKind::NotConnected => Error::setup(
+            libc::EBUSY,
+            format!(
+                "mount point {shown} is busy: a FUSE mount there has lost its daemon \
+                 (fragfs umount {shown})"
+            ),
+        ),
         _ => Error::io(mnt, e),
     })?;
     if !meta.is_dir() {
-        return Err(Error::InvalidArgument(format!(
-            "mount point {shown}: not a folder"
-        )));
+        return Err(Error::setup(
+            libc::ENOTDIR,
+            format!("mount point {shown}: not a folder"),
+        ));
     }
     let parent = mnt
         .canonicalize()
@@ -249,23 +254,35 @@ fn check_mountpoint(mnt: &Path) -> Result<()> {
         .and_then(|p| p.parent().map(Path::to_path_buf));
     if let Some(parent) = parent {
         if std::fs::metadata(&parent).is_ok_and(|p| p.dev() != meta.dev()) {
-            return Err(Error::InvalidArgument(format!(
-                "mount point {shown} is busy: something is already mounted there \
-                 (fragfs umount {shown})"
-            )));
+            return Err(Error::setup(
+                libc::EBUSY,
+                format!(
+                    "mount point {shown} is busy: something is already mounted there \
+                     (fragfs umount {shown})"
+                ),
+            ));
         }
     }
     Ok(())
 }
 
+/// A failed mount, with the system's own errno where it gave one (EPERM for a user
+/// without fusermount3), EIO otherwise (fusermount3 failing says so only in words).
 fn mount_error(mnt: &Path, e: io::Error) -> Error {
     let shown = mnt.display();
+    let errno = e.raw_os_error().unwrap_or(match e.kind() {
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        _ => libc::EIO,
+    });
     match e.kind() {
-        io::ErrorKind::PermissionDenied => Error::InvalidArgument(format!(
-            "mount {shown}: permission denied ({e}); mounting needs root or fusermount3 \
-             (package fuse3)"
-        )),
-        _ => Error::InvalidArgument(format!("mount {shown}: {e}")),
+        io::ErrorKind::PermissionDenied => Error::setup(
+            errno,
+            format!(
+                "mount {shown}: permission denied ({e}); mounting needs root or fusermount3 \
+                 (package fuse3)"
+            ),
+        ),
+        _ => Error::setup(errno, format!("mount {shown}: {e}")),
     }
 }
 
@@ -302,7 +319,10 @@ pub fn unmount(mnt: &Path) -> Result<Unmounted> {
         Some(libc::EINVAL) => Err(Error::InvalidArgument(format!(
             "{shown}: not a mount point"
         ))),
-        Some(libc::ENOENT) => Err(Error::InvalidArgument(format!("{shown}: no such folder"))),
+        Some(libc::ENOENT) => Err(Error::setup(
+            libc::ENOENT,
+            format!("{shown}: no such folder"),
+        )),
         _ => Err(Error::io(mnt, err)),
     }
 }
@@ -323,18 +343,21 @@ fn fusermount_unmount(mnt: &Path) -> Result<Unmounted> {
                 if run(true).is_ok_and(|s| s.success()) {
                     return Ok(Unmounted::Lazily);
                 }
-                return Err(Error::InvalidArgument(format!(
-                    "{}: {bin} -u failed (not a mount of yours?)",
-                    mnt.display()
-                )));
+                return Err(Error::setup(
+                    libc::EPERM,
+                    format!("{}: {bin} -u failed (not a mount of yours?)", mnt.display()),
+                ));
             }
             Err(_) => continue, // not installed: try the other name
         }
     }
-    Err(Error::InvalidArgument(format!(
-        "{}: permission denied, and no fusermount3 to unmount as a user",
-        mnt.display()
-    )))
+    Err(Error::setup(
+        libc::EPERM,
+        format!(
+            "{}: permission denied, and no fusermount3 to unmount as a user",
+            mnt.display()
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -371,5 +394,28 @@ mod tests {
     fn octal_escapes_and_stray_backslashes() {
         assert_eq!(unescape_octal("a\\040b\\011c"), b"a b\tc");
         assert_eq!(unescape_octal("a\\9b\\"), b"a\\9b\\");
+    }
+
+    /// A mount point that is missing, a file, or a failed mount: each refusal has the
+    /// errno of what is wrong, not EINVAL for all of them.
+    #[test]
+    fn refusals_carry_the_errno_of_what_is_wrong() {
+        let dir = std::env::temp_dir().join(format!("fragfs-mnt-{}", std::process::id()));
+        let missing = dir.join("missing");
+        let err = check_mountpoint(&missing).unwrap_err();
+        assert_eq!(err.errno(), libc::ENOENT, "{err}");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = check_mountpoint(&file).unwrap_err();
+        assert_eq!(err.errno(), libc::ENOTDIR, "{err}");
+        assert!(check_mountpoint(&dir).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+        let denied = mount_error(&dir, io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(denied.errno(), libc::EPERM);
+        assert!(denied.to_string().contains("fusermount3"), "{denied}");
+        let failed = mount_error(&dir, io::Error::other("fusermount3: mount failed"));
+        assert_eq!(failed.errno(), libc::EIO);
+        assert!(failed.to_string().ends_with(": fusermount3: mount failed"));
     }
 }

@@ -193,6 +193,45 @@ fn encrypted_array_without_key_says_a_key_is_needed() {
     assert!(stderr.contains("encryption key is needed"), "{stderr}");
 }
 
+/// A missing key and a wrong one are EACCES (the bytes are there; this reader may not
+/// decrypt them), the wrong one naming the array and its schema. With the right key, a
+/// chunk altered on disk is bad data: EIO, naming file, tile and chunk.
+#[test]
+fn a_missing_or_wrong_key_is_eacces_and_an_altered_chunk_is_eio() {
+    const KEY: [u8; 32] = *b"0123456789abcdeF0123456789abcdeF";
+    let (_t, array, frag) = copy_fixture("encrypted");
+    let open = |key| ArrayTree::open_path(&array, OpenOptions { key }, 1 << 20);
+    let err = open(None).err().unwrap();
+    assert_eq!(err.errno(), libc::EACCES, "{err}");
+    let mut wrong = KEY;
+    wrong[0] ^= 1;
+    let err = open(Some(wrong)).err().unwrap();
+    assert_eq!(err.errno(), libc::EACCES, "{err}");
+    assert_names(
+        &err.to_string(),
+        &[
+            &array.display().to_string(),
+            "wrong encryption key",
+            "__schema/",
+        ],
+    );
+    let path = frag.join("a0.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = first_chunk_data(&bytes);
+    bytes[at] ^= 0xFF;
+    std::fs::write(&path, bytes).unwrap();
+    let view = open(Some(KEY)).unwrap();
+    let node = view
+        .resolve(&format!("fragments/{}/a/values.bin", fragment_name(&frag)))
+        .unwrap();
+    let err = read_all(&view, node).unwrap_err();
+    assert_eq!(err.errno(), libc::EIO, "{err}");
+    assert_names(
+        &err.to_string(),
+        &["a0.tdb", "tile 0", "chunk 0", "AES_256_GCM"],
+    );
+}
+
 #[test]
 fn cat_of_a_corrupt_file_exits_non_zero_with_one_line() {
     let (_t, array, frag) = copy_fixture("dense_basic");

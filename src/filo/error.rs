@@ -62,11 +62,13 @@ pub enum FiloError {
         bytes: u64,
         limit: u64,
     },
-    /// An error inside the chunk carried by an LZ4-framed blob.
-    #[error("in the LZ4-decompressed chunk ({chunk_bytes} bytes): {source}")]
+    /// An error inside the chunk carried by an LZ4-framed blob. The message says the
+    /// inner error and `source()` returns nothing, as for every error of the crate (see
+    /// [`crate::error`]): a field named `source` would be both.
+    #[error("in the LZ4-decompressed chunk ({chunk_bytes} bytes): {cause}")]
     InFramedChunk {
         chunk_bytes: u64,
-        source: Box<FiloError>,
+        cause: Box<FiloError>,
     },
     /// `filo_fragment.json` cannot be used; `path` is a JSON path such as `columns[2].type`.
     #[error("filo_fragment.json: {path}: {reason}")]

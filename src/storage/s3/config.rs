@@ -51,8 +51,10 @@ pub fn is_s3_uri(path: &Path) -> bool {
 }
 
 impl S3Uri {
+    /// A URI that cannot name a bucket and prefix names no array: ENOENT, as a local
+    /// path that cannot exist.
     pub fn parse(uri: &str) -> Result<S3Uri> {
-        let bad = |why: &str| Error::InvalidArgument(format!("{uri}: {why}"));
+        let bad = |why: &str| Error::setup(libc::ENOENT, format!("{uri}: {why}"));
         let rest = uri
             .strip_prefix("s3://")
             .ok_or_else(|| bad("not an s3:// URI"))?;
@@ -183,17 +185,20 @@ pub fn resolve(
     let profile = match &profile_name {
         Some(name) => Some(
             find_profile(name, &creds_text, &config_text).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "AWS profile {name:?} not found in {} or {}",
-                    creds_file
-                        .as_deref()
-                        .unwrap_or(Path::new("~/.aws/credentials"))
-                        .display(),
-                    config_file
-                        .as_deref()
-                        .unwrap_or(Path::new("~/.aws/config"))
-                        .display()
-                ))
+                Error::setup(
+                    libc::ENOENT,
+                    format!(
+                        "AWS profile {name:?} not found in {} or {}",
+                        creds_file
+                            .as_deref()
+                            .unwrap_or(Path::new("~/.aws/credentials"))
+                            .display(),
+                        config_file
+                            .as_deref()
+                            .unwrap_or(Path::new("~/.aws/config"))
+                            .display()
+                    ),
+                )
             })?,
         ),
         None => find_profile("default", &creds_text, &config_text),
@@ -291,7 +296,9 @@ mod tests {
             "s3://b/../c",
             "file:///x",
         ] {
-            assert!(S3Uri::parse(bad).is_err(), "{bad}");
+            // Names no bucket: nothing there (ENOENT), not EINVAL.
+            let err = S3Uri::parse(bad).unwrap_err();
+            assert_eq!(err.errno(), libc::ENOENT, "{bad}: {err}");
         }
         assert!(is_s3_uri(Path::new("s3://b/x")));
         assert!(!is_s3_uri(Path::new("/data/s3://x")));
@@ -352,7 +359,9 @@ mod tests {
             profile: Some("nope".into()),
             ..S3Options::default()
         };
-        let err = resolve_with(&missing, &[]).unwrap_err().to_string();
+        let err = resolve_with(&missing, &[]).unwrap_err();
+        assert_eq!(err.errno(), libc::ENOENT, "{err}");
+        let err = err.to_string();
         assert!(err.contains("\"nope\" not found"), "{err}");
         let bad = S3Options {
             endpoint_url: Some("localhost:9000".into()),

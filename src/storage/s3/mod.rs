@@ -26,6 +26,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod failure;
 pub mod window;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::client::HttpError;
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
@@ -43,6 +45,7 @@ use super::{check_key, join, past_end, Listed, Pin, RangeRead, Store};
 use crate::error::{Error, Place, Result};
 use cache::ByteCache;
 pub use config::{is_s3_uri, S3Options, S3Uri};
+use failure::{observed, Failure, Seen};
 use window::Windows;
 
 /// The largest piece of a read-ahead window fetched by one request: pieces are fetched
@@ -202,6 +205,8 @@ impl S3Store {
             }),
             root: location.prefix.clone(),
         };
+        // One line that names the URI, with the errno of what failed: ENOENT for a
+        // missing bucket, EACCES for refused credentials, EIO for a transport failure.
         let root = store.list("").map_err(|e| {
             let hint = match e.errno() {
                 libc::EACCES => {
@@ -210,7 +215,7 @@ impl S3Store {
                 }
                 _ => "",
             };
-            Error::InvalidArgument(format!("{}{hint}", source_text(&e)))
+            Error::setup(e.errno(), format!("{}{hint}", source_text(&e)))
         })?;
         if root.is_empty() {
             return Err(Error::NotFound(format!(
@@ -391,7 +396,10 @@ where
 impl Inner {
     /// A GET of `full` (the whole object, or `range`), retried within the budget.
     async fn get(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
-        retrying(self.retry_timeout, || self.get_once(full, range.clone())).await
+        observed(retrying(self.retry_timeout, || {
+            self.get_once(full, range.clone())
+        }))
+        .await
     }
 
     /// One GET of `full` (the whole object, or `range`), retried by the client; the
@@ -402,7 +410,15 @@ impl Inner {
             range: range.clone().map(GetRange::Bounded),
             ..GetOptions::default()
         };
-        let failed = |e: object_store::Error| s3_error(&self.bucket, full, range.as_ref(), e);
+        let failed = |e: object_store::Error| {
+            s3_error(
+                &self.bucket,
+                full,
+                range.as_ref(),
+                e,
+                failure::seen().as_ref(),
+            )
+        };
         let result = self.client.get_opts(&path, options).await.map_err(failed)?;
         let etag = result.meta.e_tag.clone();
         let size = result.meta.size;
@@ -476,102 +492,113 @@ fn describe(bucket: &str, full: &str, range: Option<&Range<u64>>) -> String {
 }
 
 /// A failed request as an error with the errno a reader should see: ENOENT for a missing
-/// object, EACCES for refused credentials, EIO for the rest (retries exhausted); the
-/// message names the bucket, key and range and says what the server answered.
-fn s3_error(bucket: &str, full: &str, range: Option<&Range<u64>>, e: object_store::Error) -> Error {
+/// object or bucket, EACCES for refused credentials, EIO for the rest (retries
+/// exhausted); the message names the bucket, key and range and says what the server
+/// answered. Decided from types only: the variant object_store chose, the status and
+/// error document the HTTP layer saw (`seen`, see [`failure`]), the kind of a transport
+/// error; never from the text of object_store's messages.
+fn s3_error(
+    bucket: &str,
+    full: &str,
+    range: Option<&Range<u64>>,
+    e: object_store::Error,
+    seen: Option<&Seen>,
+) -> Error {
     use std::io::ErrorKind;
-    let kind = match &e {
-        object_store::Error::NotFound { .. } => ErrorKind::NotFound,
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. } => ErrorKind::PermissionDenied,
-        _ => {
-            let text = e.to_string();
-            if text.contains("403 Forbidden") || text.contains("401 Unauthorized") {
-                ErrorKind::PermissionDenied
-            } else {
-                ErrorKind::Other
-            }
-        }
+    let status = match seen.and_then(|s| s.last.as_ref()) {
+        Some(Failure::Status { status, .. }) => Some(*status),
+        _ => None,
     };
-    let message = format!("{}: {}", describe(bucket, full, range), answer(&e));
+    let kind = match (&e, status) {
+        (object_store::Error::NotFound { .. }, _) | (_, Some(404)) => ErrorKind::NotFound,
+        (object_store::Error::PermissionDenied { .. }, _)
+        | (object_store::Error::Unauthenticated { .. }, _)
+        | (_, Some(401 | 403)) => ErrorKind::PermissionDenied,
+        _ => ErrorKind::Other,
+    };
+    let message = format!("{}: {}", describe(bucket, full, range), answer(&e, seen));
     Error::io(Place::file(full), std::io::Error::new(kind, message))
 }
 
-/// What the server answered, on one line: the status with an S3 error document
-/// shortened to its code and message (`503 Service Unavailable: SlowDown: Please reduce
-/// your request rate.`), or the transport's failure and its cause (`error sending
-/// request: ... Connection refused`); then how long it was retried.
-fn answer(e: &object_store::Error) -> String {
-    let text = e.to_string().replace(['\n', '\r'], " ");
-    const STATUS: &str = "Server returned non-2xx status code: ";
-    const RESPONSE: &str = "Server returned error response: ";
-    let server = [STATUS, RESPONSE]
-        .iter()
-        .find_map(|p| text.find(p).map(|at| at + p.len()));
-    let mut out = match server {
-        Some(at) => shorten_error_document(&text[at..]),
-        None => match text.find(" - ") {
-            Some(at) => text[at + 3..].trim().to_string(),
-            None => text.clone(),
+/// What the server answered, on one line: the status with its S3 error code and message
+/// (`503 Service Unavailable: SlowDown: Please reduce your request rate.`), or the
+/// transport's failure and its cause (`cannot connect: Connection refused`); then how
+/// many times it was retried, for how long.
+fn answer(e: &object_store::Error, seen: Option<&Seen>) -> String {
+    let last = seen.and_then(|s| s.last.as_ref());
+    let mut out = match (transport(e), last) {
+        // The error itself is a transport failure (a body cut short after the answer
+        // began): it is what happened last.
+        (Some(t), _) => t,
+        (
+            None,
+            Some(Failure::Status {
+                status,
+                reason,
+                code,
+                message,
+            }),
+        ) => {
+            let mut out = match reason {
+                Some(reason) => format!("{status} {reason}"),
+                None => status.to_string(),
+            };
+            for part in [code, message].into_iter().flatten() {
+                out.push_str(": ");
+                out.push_str(part);
+            }
+            out
+        }
+        (None, Some(Failure::Transport { kind, reason })) => {
+            format!("{}: {reason}", failure::kind_words(*kind))
+        }
+        // Nothing typed to go by: object_store's message, shown as it is.
+        (None, None) => match e {
+            object_store::Error::NotFound { .. } => "no such object".to_string(),
+            object_store::Error::PermissionDenied { .. } => "access denied".to_string(),
+            object_store::Error::Unauthenticated { .. } => "not authenticated".to_string(),
+            e => e.to_string().replace(['\n', '\r'], " "),
         },
     };
-    // The transport's own reason (refused, reset, timed out) sits in the error's causes.
-    if server.is_none() {
-        let mut cause = std::error::Error::source(e);
-        let mut deepest = None;
-        while let Some(c) = cause {
-            deepest = Some(c.to_string());
-            cause = c.source();
-        }
-        if let Some(reason) = deepest.filter(|r| !out.contains(r.as_str())) {
-            out.push_str(": ");
-            out.push_str(&reason.replace(['\n', '\r'], " "));
-        }
-    }
-    let retries = text
-        .find(", after ")
-        .and_then(|at| text[at + 8..].split(' ').next())
-        .filter(|n| n.parse::<u64>().is_ok());
-    let took = text
-        .find(" in ")
-        .and_then(|at| text[at + 4..].split([',', ' ']).next());
-    if let (Some(n), Some(t)) = (retries, took) {
-        out.push_str(&format!(" (after {n} retries in {t})"));
+    if let Some(s) = seen.filter(|s| s.requests > 1) {
+        out.push_str(&format!(
+            " (after {} retries in {:.1}s)",
+            s.requests - 1,
+            s.elapsed().as_secs_f64()
+        ));
     }
     out
 }
 
-/// `503 Service Unavailable: <?xml ...><Error><Code>SlowDown</Code><Message>M</Message>`
-/// as `503 Service Unavailable: SlowDown: M`.
-fn shorten_error_document(text: &str) -> String {
-    let Some(at) = text.find("<?xml").or_else(|| text.find("<Error>")) else {
-        return text.trim().to_string();
-    };
-    let tag = |name: &str| {
-        let open = format!("<{name}>");
-        let start = text[at..].find(&open)? + at + open.len();
-        let len = text[start..].find(&format!("</{name}>"))?;
-        Some(text[start..start + len].trim().to_string())
-    };
-    let mut out = text[..at].trim_end().trim_end_matches(':').to_string();
-    for part in [tag("Code"), tag("Message")].into_iter().flatten() {
-        out.push_str(": ");
-        out.push_str(&part);
+/// A transport failure in `e`'s causes (object_store keeps reqwest's error as an
+/// [`HttpError`], public and typed), as `kind: innermost cause`.
+fn transport(e: &object_store::Error) -> Option<String> {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(h) = c.downcast_ref::<HttpError>() {
+            return Some(format!(
+                "{}: {}",
+                failure::kind_words(h.kind()),
+                failure::innermost(h)
+            ));
+        }
+        cause = c.source();
     }
-    out
+    None
 }
 
 /// The message of an error without the place in front (for one-line open errors, whose
 /// message names the URI already).
 fn source_text(e: &Error) -> String {
     match e {
-        Error::Io { source, .. } => source.to_string(),
+        Error::Io { cause, .. } => cause.to_string(),
         e => e.to_string(),
     }
 }
 
 fn build_client(bucket: &str, r: &config::Resolved) -> Result<AmazonS3> {
     let mut builder = AmazonS3Builder::from_env()
+        .with_http_connector(failure::Connector)
         .with_bucket_name(bucket)
         .with_region(&r.region)
         .with_virtual_hosted_style_request(r.virtual_hosted)
@@ -632,16 +659,23 @@ impl Store for S3Store {
         let inner = &self.inner;
         let listing = self
             .runtime
-            .block_on(retrying(inner.retry_timeout, || async {
+            .block_on(observed(retrying(inner.retry_timeout, || async {
                 inner
                     .client
                     .list_with_delimiter(path.as_ref())
                     .await
                     .map_err(|e| {
                         let shown = format!("{folder}/ (listing)");
-                        s3_error(&inner.bucket, shown.trim_start_matches('/'), None, e)
+                        let seen = failure::seen();
+                        s3_error(
+                            &inner.bucket,
+                            shown.trim_start_matches('/'),
+                            None,
+                            e,
+                            seen.as_ref(),
+                        )
                     })
-            }))?;
+            })))?;
         let mut out = Vec::with_capacity(listing.objects.len() + listing.common_prefixes.len());
         for p in &listing.common_prefixes {
             if let Some(name) = p.filename() {
@@ -724,9 +758,9 @@ impl Store for S3Store {
         let pieces = self.fetch_ranges(&full, &wanted).map_err(|e| match e {
             // Errors name the key relative to the root, as other stores do.
             Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
-            Error::Io { source, .. } => Error::Io {
+            Error::Io { cause, .. } => Error::Io {
                 place: Box::new(Place::file(key)),
-                source,
+                cause,
             },
             e => e,
         })?;
@@ -810,9 +844,9 @@ impl Store for S3Store {
         }
         let got = self.runtime.block_on(self.inner.get(&full, None));
         let bytes = got.as_ref().map(|g| g.bytes.to_vec()).map_err(|e| match e {
-            Error::Io { source, .. } => Error::Io {
+            Error::Io { cause, .. } => Error::Io {
                 place: Box::new(Place::file(key)),
-                source: source.clone(),
+                cause: cause.clone(),
             },
             e => e.clone(),
         });
@@ -868,28 +902,192 @@ mod tests {
         assert!(lock(&inner.state).inflight.is_empty());
     }
 
-    #[test]
-    fn server_answers_are_shortened_to_their_code_and_message() {
-        let e = object_store::Error::Generic {
+    /// An error whose text says nothing fragfs reads: what object_store returns for a
+    /// failed listing (its real cause type is private).
+    fn opaque() -> object_store::Error {
+        object_store::Error::Generic {
             store: "S3",
-            source: "Error performing GET http://h/b/k in 2s, after 3 retries - Server returned \
-                     non-2xx status code: 503 Service Unavailable: <?xml version=\"1.0\"?>\n\
-                     <Error><Code>SlowDown</Code><Message>Please reduce your request rate.\
-                     </Message></Error>"
-                .into(),
-        };
-        let text = answer(&e);
-        assert_eq!(
-            text,
-            "503 Service Unavailable: SlowDown: Please reduce your request rate. \
-             (after 3 retries in 2s)"
-        );
-        let err = s3_error("b", "a/k", Some(&(10..20)), e);
+            source: "Error performing list request: ...".into(),
+        }
+    }
+
+    fn seen(requests: u32, last: Failure) -> Seen {
+        Seen {
+            requests,
+            last: Some(last),
+            ..Seen::default()
+        }
+    }
+
+    fn status(status: u16, reason: &'static str, code: &str, message: &str) -> Failure {
+        Failure::Status {
+            status,
+            reason: Some(reason),
+            code: Some(code.into()),
+            message: Some(message.into()),
+        }
+    }
+
+    #[test]
+    fn server_answers_show_their_status_code_and_message() {
+        let slow = status(503, "Service Unavailable", "SlowDown", "Please slow down.");
+        let err = s3_error("b", "a/k", Some(&(10..20)), opaque(), Some(&seen(4, slow)));
         assert_eq!(err.errno(), libc::EIO);
         assert!(err.is_transient());
+        let text = err.to_string();
         assert!(
-            err.to_string().contains("s3://b/a/k bytes 10..20: "),
+            text.starts_with(
+                "a/k: s3://b/a/k bytes 10..20: 503 Service Unavailable: SlowDown: \
+                 Please slow down. (after 3 retries in "
+            ),
+            "{text}"
+        );
+        // No error document (a proxy's 502): the status alone.
+        let bare = Failure::Status {
+            status: 502,
+            reason: Some("Bad Gateway"),
+            code: None,
+            message: None,
+        };
+        let err = s3_error("b", "k", None, opaque(), Some(&seen(1, bare)));
+        assert_eq!(err.to_string(), "k: s3://b/k: 502 Bad Gateway");
+    }
+
+    /// The errno comes from the status the HTTP layer saw, whatever object_store's text
+    /// says, and from the variant object_store chose where it chose one.
+    #[test]
+    fn refused_credentials_are_eacces_and_a_missing_bucket_is_enoent() {
+        let denied = status(403, "Forbidden", "SignatureDoesNotMatch", "Check your key.");
+        let err = s3_error("b", "p/ (listing)", None, opaque(), Some(&seen(1, denied)));
+        assert_eq!(err.errno(), libc::EACCES);
+        assert!(!err.is_transient());
+        assert!(
+            err.to_string()
+                .ends_with("403 Forbidden: SignatureDoesNotMatch: Check your key."),
             "{err}"
         );
+        let missing = status(404, "Not Found", "NoSuchBucket", "No such bucket.");
+        let err = s3_error("b", "p/ (listing)", None, opaque(), Some(&seen(1, missing)));
+        assert_eq!(err.errno(), libc::ENOENT);
+        assert!(!err.is_transient());
+        for (e, errno, said) in [
+            (
+                object_store::Error::NotFound {
+                    path: "k".into(),
+                    source: "404".into(),
+                },
+                libc::ENOENT,
+                "no such object",
+            ),
+            (
+                object_store::Error::PermissionDenied {
+                    path: "k".into(),
+                    source: "403".into(),
+                },
+                libc::EACCES,
+                "access denied",
+            ),
+            (
+                object_store::Error::Unauthenticated {
+                    path: "k".into(),
+                    source: "401".into(),
+                },
+                libc::EACCES,
+                "not authenticated",
+            ),
+        ] {
+            let err = s3_error("b", "k", None, e, None);
+            assert_eq!(err.errno(), errno, "{err}");
+            assert_eq!(err.to_string(), format!("k: s3://b/k: {said}"));
+        }
+    }
+
+    #[test]
+    fn transport_failures_name_their_cause_and_retries() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(
+                object_store::client::HttpErrorKind::Connect,
+                refused,
+            )),
+        };
+        let last = Failure::Transport {
+            kind: object_store::client::HttpErrorKind::Connect,
+            reason: "connection refused".into(),
+        };
+        let err = s3_error("b", "k", None, e, Some(&seen(5, last)));
+        assert_eq!(err.errno(), libc::EIO);
+        assert!(err.is_transient());
+        let text = err.to_string();
+        assert!(
+            text.starts_with("k: s3://b/k: cannot connect: connection refused (after 4 retries"),
+            "{text}"
+        );
+    }
+
+    /// A server that answers every request with `status` and an S3 error document.
+    fn refusing_server(status: &'static str, code: &'static str) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = format!(
+                    "<?xml version=\"1.0\"?><Error><Code>{code}</Code>\
+                     <Message>Said by the server.</Message></Error>"
+                );
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        endpoint
+    }
+
+    /// Through the real client: the status and error document of a refused listing
+    /// reach the error typed, by the HTTP layer (object_store keeps them as text only).
+    #[test]
+    fn opening_a_refused_or_missing_bucket_gives_its_errno_and_the_servers_words() {
+        for (status, code, errno, words) in [
+            (
+                "403 Forbidden",
+                "InvalidAccessKeyId",
+                libc::EACCES,
+                "403 Forbidden: InvalidAccessKeyId: Said by the server. (check the credentials",
+            ),
+            (
+                "404 Not Found",
+                "NoSuchBucket",
+                libc::ENOENT,
+                "404 Not Found: NoSuchBucket: Said by the server.",
+            ),
+        ] {
+            let options = S3Options {
+                endpoint_url: Some(refusing_server(status, code)),
+                region: Some("us-east-1".into()),
+                keys: Some(("id".into(), "secret".into())),
+                retry_timeout: Some(Duration::from_secs(1)),
+                ..S3Options::default()
+            };
+            let err = S3Store::open("s3://bkt/arr", &options, 1 << 20).unwrap_err();
+            assert_eq!(err.errno(), errno, "{err}");
+            let text = err.to_string();
+            assert!(
+                text.starts_with("s3://bkt/arr/ (listing): ") && text.contains(words),
+                "{text}"
+            );
+        }
     }
 }
