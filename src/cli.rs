@@ -205,9 +205,9 @@ pub enum Command {
         /// Threads serving requests (and as many reading ahead); default: the cores.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
-        /// Bound of the decoded-chunk cache: bytes, or with K, M, G (powers of 1024).
-        /// Fragment metadata once read and the table of inodes are kept besides, and
-        /// nothing bounds them yet.
+        /// Bound of the caches (decoded chunks, and 1/8 of it for rendered files and text
+        /// indexes): bytes, or with K, M, G (powers of 1024). Fragment metadata once read
+        /// and the table of inodes are kept besides, and nothing bounds them yet.
         #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
         cache_size: u64,
         /// How far the kernel reads ahead of sequential readers of the mount (set when

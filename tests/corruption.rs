@@ -817,10 +817,10 @@ struct Seen {
 impl Seen {
     fn of(path: &str, e: &Error) -> Seen {
         let reason = match e {
-            Error::Format { source, .. } => source.to_string(),
-            Error::Filter { source, .. } => source.to_string(),
+            Error::Format { cause, .. } => cause.to_string(),
+            Error::Filter { cause, .. } => cause.to_string(),
             Error::Corrupt { reason, .. } => reason.clone(),
-            Error::Io { source, .. } => source.to_string(),
+            Error::Io { cause, .. } => cause.to_string(),
             other => other.to_string(),
         };
         Seen {

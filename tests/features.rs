@@ -430,6 +430,52 @@ fn dimension_labels_are_arrays_of_their_own_under_labels() {
     }
 }
 
+/// A folder whose sub-folders are known from the schema alone reports them in `nlink`
+/// (2 + sub-folders, as `find` and `ls` expect): the root (`schemas`, `fragments`,
+/// `latest`, `at`, `labels`, `zarr`), `labels/` and a field folder with `enumeration/`.
+/// Parents of nodes inside a label's tree lead back through the label's folder.
+#[test]
+fn folders_count_their_sub_folders_and_subtrees_lead_back_to_their_parents() {
+    let subfolders = |t: &Input, path: &str| -> u32 {
+        let dir = t.resolve(path).unwrap();
+        let count = t.list(dir).unwrap().iter().filter(|e| e.is_dir()).count();
+        assert!(count > 0, "{path} has sub-folders");
+        count as u32
+    };
+    let t = tree(&features().join("dimension_labels"));
+    for path in ["", "labels"] {
+        let ino = t.resolve(path).unwrap();
+        assert_eq!(
+            t.stat(ino).unwrap().nlink,
+            2 + subfolders(&t, path),
+            "/{path}"
+        );
+    }
+    let root = t.list(fragfs::view::ROOT).unwrap();
+    assert!(root.iter().any(|e| e.name == "labels"));
+    let inner = t.resolve("labels/depth_m/latest/label").unwrap();
+    let latest = t.parent(inner).unwrap();
+    assert_eq!(latest, t.resolve("labels/depth_m/latest").unwrap());
+    let label = t.parent(latest).unwrap();
+    assert_eq!(label, t.resolve("labels/depth_m").unwrap());
+    assert_eq!(t.parent(label).unwrap(), t.resolve("labels").unwrap());
+
+    let e = tree(&features().join("enumerations"));
+    let with_labels = e
+        .list(e.resolve("latest").unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.is_dir())
+        .find(|f| {
+            e.list(f.ino)
+                .unwrap()
+                .iter()
+                .any(|x| x.name == "enumeration")
+        })
+        .expect("an enumerated attribute in latest/");
+    assert_eq!(e.stat(with_labels.ino).unwrap().nlink, 3);
+}
+
 /// TileDB-Py's condition syntax as fragfs writes conditions: `=`, `AND`/`OR`, `IN (..)`,
 /// `IS NULL`, single quotes. Only syntax changes; a different condition stays different.
 fn normalised(python: &str) -> String {

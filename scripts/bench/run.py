@@ -29,7 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "target" / "bench"
-FRAGFS = ROOT / "target" / "release" / "fragfs"
+# FRAGFS_BIN measures another build (an older commit's, for a before/after comparison
+# of two runs); by default the one bench.sh builds.
+FRAGFS = Path(os.environ.get("FRAGFS_BIN", ROOT / "target" / "release" / "fragfs"))
 ZEROFS = ROOT / "target" / "release" / "examples" / "zerofs"
 TDB = [sys.executable, str(ROOT / "scripts" / "bench" / "tdb.py")]
 MNT = BENCH / "mnt"

@@ -582,8 +582,8 @@ impl MetadataFile<'_> {
 /// virtual file (ENOENT); anything else is said to happen at `place`.
 fn missing_is_corrupt(e: Error, place: &Place) -> Error {
     match &e {
-        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            Error::corrupt(place.clone(), format!("cannot open: {source}"))
+        Error::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
+            Error::corrupt(place.clone(), format!("cannot open: {cause}"))
         }
         _ => e.at(place.clone()),
     }

@@ -163,6 +163,10 @@ impl Array {
         Array::scan(store, root, options, None).map_err(|e| match e {
             // Found decoding a schema: say which array needs the key.
             Error::KeyNeeded(None) => Error::KeyNeeded(Some(location)),
+            Error::WrongKey { array: None, place } => Error::WrongKey {
+                array: Some(location),
+                place,
+            },
             e => e,
         })
     }
@@ -404,7 +408,8 @@ fn load_schemas(
                 None => store.read_all(&rel_path)?,
             };
             let place = Place::file(rel_path.as_str());
-            let (header, payload) = generic_tile::decode_generic_tile(&bytes, options.key, &place)?;
+            let (header, payload) = generic_tile::decode_generic_tile(&bytes, options.key, &place)
+                .map_err(Error::in_schema)?;
             encrypted |= header.encryption_type == 1;
             let schema = ArraySchema::parse(&payload).map_err(|e| Error::format(place, e))?;
             Ok(SchemaFile {

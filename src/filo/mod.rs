@@ -226,7 +226,7 @@ fn in_frame(e: FiloError, framed: bool, chunk_len: usize) -> FiloError {
     if framed {
         FiloError::InFramedChunk {
             chunk_bytes: chunk_len as u64,
-            source: Box::new(e),
+            cause: Box::new(e),
         }
     } else {
         e

@@ -278,7 +278,14 @@ fn parse_node(r: &mut Reader, depth: usize) -> Result<Condition> {
                 return Err(FormatError::Invalid {
                     field: "condition child count",
                     offset: count_at,
-                    reason: format!("{op:?} node with {count} children"),
+                    reason: format!(
+                        "{} node with {count} children",
+                        match op {
+                            Combination::And => "AND",
+                            Combination::Or => "OR",
+                            Combination::Not => "NOT",
+                        }
+                    ),
                 });
             }
             let children = (0..count)
@@ -903,9 +910,9 @@ mod tests {
             err(&expr(3, &[v.clone(), v.clone()])),
             "invalid condition combination op at byte 1: unknown combination op 3"
         );
-        assert!(err(&expr(0, std::slice::from_ref(&v))).contains("And node with 1 children"));
-        assert!(err(&expr(1, &[])).contains("Or node with 0 children"));
-        assert!(err(&expr(2, &[v.clone(), v.clone()])).contains("Not node with 2 children"));
+        assert!(err(&expr(0, std::slice::from_ref(&v))).contains("AND node with 1 children"));
+        assert!(err(&expr(1, &[])).contains("OR node with 0 children"));
+        assert!(err(&expr(2, &[v.clone(), v.clone()])).contains("NOT node with 2 children"));
         // Counts and sizes past the end.
         let mut b = vec![0, 0];
         b.extend(u64::MAX.to_le_bytes());

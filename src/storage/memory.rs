@@ -49,6 +49,8 @@ struct Counters {
     bytes: AtomicU64,
     /// Reads still to fail on purpose.
     failures: AtomicU64,
+    /// How long each listing takes, in ms.
+    list_delay_ms: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -112,6 +114,12 @@ impl MemoryStore {
     pub fn with_walk_window(mut self, bytes: u64) -> MemoryStore {
         self.walk_window = bytes;
         self
+    }
+
+    /// Makes every listing from now on take `delay`, as a slow object store's does.
+    pub fn set_list_delay(&self, delay: std::time::Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.counters.list_delay_ms.store(ms, Ordering::SeqCst);
     }
 
     /// Answers [`Store::is_remote`] as object storage does.
@@ -188,6 +196,8 @@ impl Store for MemoryStore {
     fn list(&self, prefix: &str) -> Result<Vec<Listed>> {
         check_key(prefix)?;
         self.counters.lists.fetch_add(1, Ordering::SeqCst);
+        let delay = self.counters.list_delay_ms.load(Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(delay));
         let folder = join(&self.prefix, prefix);
         let start = if folder.is_empty() {
             String::new()

@@ -429,7 +429,21 @@ impl FiloTree {
                     .map(|f| (f.name().to_string(), Node::File(c, f)))
                     .collect())
             }
-            other => Err(Error::NotDirectory(format!("{other:?}"))),
+            Node::Json | Node::File(..) => Err(Error::NotDirectory(self.describe(dir))),
+        }
+    }
+
+    /// How a node is named in a message: its path in the fragment folder.
+    fn describe(&self, node: Node) -> String {
+        let column = |c: usize| match self.manifest.columns.get(c) {
+            Some(col) => names::encode(&col.name),
+            None => format!("column #{c}"),
+        };
+        match node {
+            Node::Root => "the fragment folder".to_string(),
+            Node::Json => "fragment.json".to_string(),
+            Node::Column(c) => column(c),
+            Node::File(c, f) => format!("{}/{}", column(c), f.name()),
         }
     }
 
@@ -438,7 +452,10 @@ impl FiloTree {
             Node::Json => Ok(self.fragment_json()?.len() as u64),
             Node::File(c, f) if f.applies_to(self.column(c)?.column_type) => self.file_size(c, f),
             Node::Root | Node::Column(_) => Ok(0),
-            other => Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+            Node::File(..) => Err(Error::NotFound(format!(
+                "{} in a Filo fragment",
+                self.describe(node)
+            ))),
         }
     }
 }
@@ -501,8 +518,13 @@ impl FileTree for FiloTree {
             Node::File(c, f) if f.applies_to(self.column(c)?.column_type) => {
                 self.built(c, f, offset, len)?.0
             }
-            n @ (Node::Root | Node::Column(_)) => return Err(Error::IsDirectory(format!("{n:?}"))),
-            other => return Err(Error::NotFound(format!("{other:?} in a Filo fragment"))),
+            n @ (Node::Root | Node::Column(_)) => return Err(Error::IsDirectory(self.describe(n))),
+            n @ Node::File(..) => {
+                return Err(Error::NotFound(format!(
+                    "{} in a Filo fragment",
+                    self.describe(n)
+                )))
+            }
         };
         out.extend_from_slice(&bytes);
         Ok(())

@@ -36,6 +36,15 @@ enum GroupFile {
     MetadataJson,
 }
 
+impl GroupFile {
+    fn name(self) -> &'static str {
+        match self {
+            GroupFile::GroupJson => "group.json",
+            GroupFile::MetadataJson => "metadata.json",
+        }
+    }
+}
+
 /// A member and what the group folder says of it.
 struct Shown {
     member: Member,
@@ -201,7 +210,7 @@ impl FileTree for GroupTree {
         let node = self.node(dir)?;
         let listed = match node {
             Node::Root => None,
-            Node::File(_) => return Err(Error::NotDirectory(format!("{node:?}"))),
+            Node::File(file) => return Err(Error::NotDirectory(file.name().to_string())),
             Node::Member(inside) => Some((inside.key, self.child(inside.key)?.list(inside.inner)?)),
         };
         if let Some((m, entries)) = listed {
@@ -210,15 +219,14 @@ impl FileTree for GroupTree {
                 .map(|e| self.member_entry(m, e))
                 .collect());
         }
-        let file = |name: &str, file: GroupFile| Entry {
-            name: name.to_string(),
-            ino: self.nodes.ino(&Node::File(file)),
-            kind: Kind::File,
-        };
-        let mut out = vec![
-            file("group.json", GroupFile::GroupJson),
-            file("metadata.json", GroupFile::MetadataJson),
-        ];
+        let mut out: Vec<Entry> = [GroupFile::GroupJson, GroupFile::MetadataJson]
+            .into_iter()
+            .map(|file| Entry {
+                name: file.name().to_string(),
+                ino: self.nodes.ino(&Node::File(file)),
+                kind: Kind::File,
+            })
+            .collect();
         for (m, s) in self.members.iter().enumerate() {
             if s.reason.is_none() {
                 out.push(Entry {

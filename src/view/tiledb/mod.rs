@@ -175,7 +175,10 @@ pub struct ArrayTree {
     array: RwLock<Arc<Array>>,
     /// Bumped by every rescan that changed something.
     generation: AtomicU64,
+    /// When the last scan ended.
     scanned_at: Mutex<Instant>,
+    /// Held by the one scan under way.
+    rescanning: Mutex<()>,
     caches: Caches,
     nodes: NodeTable<Node>,
     /// This tree's name for the items it keeps in the view cache.
@@ -206,6 +209,7 @@ impl ArrayTree {
             array: RwLock::new(Arc::new(array)),
             generation: AtomicU64::new(0),
             scanned_at: Mutex::new(Instant::now()),
+            rescanning: Mutex::new(()),
             caches,
             nodes: NodeTable::new(Node::Root),
             owner: Caches::new_owner(),

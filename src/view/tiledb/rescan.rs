@@ -3,6 +3,11 @@
 //! so new fragments show up and vacuumed ones go. A rescan that changes something bumps
 //! the tree's generation, which keys whatever was derived from the old fragment list
 //! (merged states, `array.json`, a state's text files).
+//!
+//! The interval counts from the end of the last scan, and one scan runs at a time: on an
+//! object store whose listing of a large array takes longer than the interval, requests
+//! that come meanwhile (or right after) go on with the last list instead of each
+//! scanning again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,7 +28,12 @@ impl ArrayTree {
     /// Reads the array folder again now. Returns whether anything changed. A folder that
     /// cannot be read keeps the last good list (and the error is returned).
     pub fn refresh(&self) -> Result<bool> {
+        let changed = self.rescan();
         *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        changed
+    }
+
+    fn rescan(&self) -> Result<bool> {
         let old = self.array();
         let new = old.rescan()?;
         if new.same_content(&old) {
@@ -42,17 +52,25 @@ impl ArrayTree {
 
     /// [`ArrayTree::refresh`] when the last scan is older than the refresh interval.
     pub(super) fn refresh_if_stale(&self) {
-        let stale = self
-            .scanned_at
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .elapsed()
-            >= self.refresh_interval;
-        if stale {
-            if let Err(e) = self.refresh() {
-                log::warn!("rescanning the array: {e} (keeping the last list)");
-            }
+        if !self.stale() {
+            return;
         }
+        // A scan under way: go on with the last list rather than wait or scan twice.
+        let Ok(_one) = self.rescanning.try_lock() else {
+            return;
+        };
+        // Another scan may have ended between the look and the lock.
+        if !self.stale() {
+            return;
+        }
+        if let Err(e) = self.refresh() {
+            log::warn!("rescanning the array: {e} (keeping the last list)");
+        }
+    }
+
+    fn stale(&self) -> bool {
+        let scanned_at = *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner());
+        scanned_at.elapsed() >= self.refresh_interval
     }
 
     /// The generation what is derived from a folder belongs to: a state's files change
@@ -62,5 +80,69 @@ impl ArrayTree {
             Folder::Fragment(_) => 0,
             Folder::State(_) => self.generation.load(Ordering::Acquire),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::array::{Array, OpenOptions};
+    use crate::storage::MemoryStore;
+
+    use super::ArrayTree;
+
+    /// The sample array in memory, rescanned when older than `interval`; and its store,
+    /// to slow its listings down and count them.
+    fn tree(interval: Duration) -> (ArrayTree, Arc<MemoryStore>) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiledb/sample");
+        let store = Arc::new(MemoryStore::from_dir(&dir).unwrap());
+        let array = Array::open(store.clone(), OpenOptions::default()).unwrap();
+        let tree = ArrayTree::new(array, 1 << 20).with_refresh_interval(interval);
+        (tree, store)
+    }
+
+    /// A scan slower than the interval must not make the request that follows it scan
+    /// again (counted from its start, each such scan was stale as soon as it ended).
+    #[test]
+    fn the_request_right_after_a_slow_scan_uses_its_list() {
+        let (tree, store) = tree(Duration::from_millis(500));
+        store.set_list_delay(Duration::from_millis(600));
+        std::thread::sleep(Duration::from_millis(500));
+        store.reset_requests();
+        tree.refresh_if_stale();
+        let one_scan = store.requests().lists;
+        assert!(one_scan > 0, "the first request after the interval scans");
+        tree.refresh_if_stale();
+        assert_eq!(
+            store.requests().lists,
+            one_scan,
+            "no second scan right after"
+        );
+    }
+
+    /// Requests that come while a scan runs go on with the last list: one scan, not one
+    /// per request.
+    #[test]
+    fn one_scan_at_a_time() {
+        let (tree, store) = tree(Duration::ZERO);
+        store.set_list_delay(Duration::from_millis(50));
+        store.reset_requests();
+        tree.refresh_if_stale();
+        let one_scan = store.requests().lists;
+        store.reset_requests();
+        let started = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    started.wait();
+                    tree.refresh_if_stale();
+                });
+            }
+        });
+        let scans = store.requests().lists as f64 / one_scan as f64;
+        assert!(scans < 4.0, "{scans} scans for 4 concurrent requests");
     }
 }
