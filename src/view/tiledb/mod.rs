@@ -168,6 +168,7 @@ pub struct ArrayTree {
     labels: Mutex<HashMap<usize, Arc<ArrayTree>>>,
     /// The merged states opened, with the rescan generation they were merged at.
     states: Mutex<MergedStates>,
+    zarr_stores: zarr::ZarrStores,
 }
 
 impl ArrayTree {
@@ -192,6 +193,7 @@ impl ArrayTree {
             text_sizes: Mutex::new(HashMap::new()),
             labels: Mutex::new(HashMap::new()),
             states: Mutex::new(HashMap::new()),
+            zarr_stores: zarr::ZarrStores::new(),
         }
     }
 

@@ -11,15 +11,18 @@
 //! listing never walks the domain, only the fragments' boxes.
 //!
 //! This file puts the store in the tree (listing, lookup, sizes, reads); what the store
-//! holds is worked out in [`meta`] without I/O.
+//! holds is worked out in [`meta`] without I/O, once per state ([`stores`]).
 
 mod meta;
+mod stores;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub(super) use self::meta::summary;
 use self::meta::{key_v2, parse_key, ZArray, ZDesc, ZField, ZMeta, ZStore};
+pub(super) use self::stores::ZarrStores;
 use super::merged::When;
 use super::{ArrayTree, Node};
 use crate::error::{Error, Result};
@@ -80,11 +83,17 @@ fn build_store(merged: &Merged) -> std::result::Result<ZStore, String> {
 }
 
 impl ArrayTree {
-    /// The state at `w` and its store.
+    /// The state at `w` and its store, built once per state and rescan generation.
     fn zstore(&self, w: When) -> Result<(Arc<Merged>, Arc<ZStore>)> {
+        // Read before the merge, so a rescan meanwhile files the store under the older
+        // generation, never a stale store under the newer.
+        let generation = self.generation.load(Ordering::Acquire);
         let merged = self.merged(w)?;
-        let store = build_store(&merged).map_err(|why| Error::NotFound(format!("zarr/: {why}")))?;
-        Ok((merged, Arc::new(store)))
+        let store = self
+            .zarr_stores
+            .get_or_build(w, generation, || build_store(&merged))
+            .map_err(|why| Error::NotFound(format!("zarr/: {why}")))?;
+        Ok((merged, store))
     }
 
     /// Array `a` of a state's store, or why it is missing.
@@ -313,5 +322,51 @@ impl ArrayTree {
             other => return Err(Error::IsDirectory(format!("{other:?}"))),
         };
         Ok(super::json::to_bytes(&value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::view::FileTree;
+
+    fn tree(name: &str) -> ArrayTree {
+        let array = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/features")
+            .join(name);
+        ArrayTree::open_path(&array, Default::default(), 16 << 20).unwrap()
+    }
+
+    /// Listings, lookups, sizes and reads of every file under `zarr/` share one store per
+    /// state; a rescan generation and another timestamp are other states.
+    #[test]
+    fn a_state_s_store_is_built_once() {
+        let t = tree("merge_dense_overlap");
+        let mut files = 0;
+        for _ in 0..2 {
+            let mut dirs = vec![t.resolve("zarr").unwrap()];
+            while let Some(dir) = dirs.pop() {
+                for e in t.list(dir).unwrap() {
+                    if e.is_dir() {
+                        dirs.push(e.ino);
+                    } else {
+                        t.read_at(e.ino, 0, 1 << 20).unwrap();
+                        files += 1;
+                    }
+                }
+            }
+        }
+        assert!(files > 20, "{files} files read");
+        assert_eq!(t.zarr_stores.builds(), 1);
+        t.resolve("zarr/i32/0.0").unwrap();
+        t.resolve("zarr/i32/c/1/1").unwrap();
+        assert_eq!(t.zarr_stores.builds(), 1);
+        // A rescan that changed something is a new state.
+        t.generation.fetch_add(1, Ordering::AcqRel);
+        t.zarr_list(None, &ZNode::Root).unwrap();
+        t.zarr_list(None, &ZNode::Root).unwrap();
+        assert_eq!(t.zarr_stores.builds(), 2);
     }
 }
