@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub(super) use self::meta::summary;
-use self::meta::{key_v2, parse_key, ZArray, ZDesc, ZField, ZMeta, ZStore};
+use self::meta::{key_v2, key_v3, parse_key, ZArray, ZDesc, ZField, ZMeta, ZStore};
 pub(super) use self::stores::ZarrStores;
 use super::merged::When;
 use super::{ArrayTree, Node};
@@ -92,15 +92,15 @@ impl ArrayTree {
         let store = self
             .zarr_stores
             .get_or_build(w, generation, || build_store(&merged))
-            .map_err(|why| Error::NotFound(format!("zarr/: {why}")))?;
+            .map_err(|why| Error::NotFound(format!("{}: {why}", zarr_dir(w))))?;
         Ok((merged, store))
     }
 
     /// Array `a` of a state's store, or why it is missing.
-    fn zarray<'s>(&self, _w: When, store: &'s ZStore, a: ZArray) -> Result<&'s ZDesc> {
+    fn zarray<'s>(&self, w: When, store: &'s ZStore, a: ZArray) -> Result<&'s ZDesc> {
         store
             .get(a)
-            .ok_or_else(|| Error::NotFound(format!("zarr array {a:?}")))
+            .ok_or_else(|| Error::NotFound(format!("{}: {a}", zarr_dir(w))))
     }
 
     /// Whether a state of this array has a `zarr/` folder (dense arrays do).
@@ -170,13 +170,13 @@ impl ArrayTree {
                     })
                     .collect()
             }
-            other => return Err(Error::NotDirectory(format!("{other:?}"))),
+            other => return Err(Error::NotDirectory(self.zarr_path(w, other))),
         })
     }
 
     /// A child by name: chunk keys are parsed, not searched for in a listing.
     pub(super) fn zarr_lookup(&self, w: When, parent: &ZNode, name: &str) -> Result<Node> {
-        let missing = || Error::NotFound(name.to_string());
+        let missing = || Error::NotFound(format!("{}/{name}", self.zarr_path(w, parent)));
         let z = |n: ZNode| Node::Zarr(w, n);
         match parent {
             ZNode::Array(a) if !name.starts_with('.') && name != "zarr.json" && name != "c" => {
@@ -235,7 +235,7 @@ impl ArrayTree {
                     .chunk_exists(&merged.written_domains(), c)
                 {
                     true => Ok(()),
-                    false => Err(Error::NotFound(format!("{node:?}"))),
+                    false => Err(Error::NotFound(self.zarr_path(w, node))),
                 }
             }
         }
@@ -274,7 +274,7 @@ impl ArrayTree {
     ) -> Result<()> {
         let (a, c) = match node {
             ZNode::Chunk(a, c) | ZNode::KeyChunk(a, c) => (*a, c),
-            n if n.is_dir() => return Err(Error::IsDirectory(format!("{n:?}"))),
+            n if n.is_dir() => return Err(Error::IsDirectory(self.zarr_path(w, n))),
             _ => {
                 let bytes = self.zarr_meta(w, node)?;
                 let start = offset.min(bytes.len() as u64) as usize;
@@ -319,9 +319,39 @@ impl ArrayTree {
                 store.group_document(*meta, &self.array().location(), w, &merged.schema_name)
             }
             ZNode::ArrayMeta(a, meta) => self.zarray(w, &store, *a)?.document(*meta),
-            other => return Err(Error::IsDirectory(format!("{other:?}"))),
+            other => return Err(Error::IsDirectory(self.zarr_path(w, other))),
         };
         Ok(super::json::to_bytes(&value))
+    }
+
+    /// A node's path as the user sees it (from the mount's root), for messages; an
+    /// array the state no longer has is described instead of named.
+    fn zarr_path(&self, w: When, node: &ZNode) -> String {
+        let dir = zarr_dir(w);
+        let name = |a: ZArray| {
+            self.zstore(w)
+                .ok()
+                .and_then(|(_, store)| store.get(a).map(|d| d.name.clone()))
+                .unwrap_or_else(|| format!("({a})"))
+        };
+        match node {
+            ZNode::Root => dir,
+            ZNode::GroupMeta(m) => format!("{dir}/{}", m.file_name()),
+            ZNode::Array(a) => format!("{dir}/{}", name(*a)),
+            ZNode::ArrayMeta(a, m) => format!("{dir}/{}/{}", name(*a), m.file_name()),
+            ZNode::Chunk(a, c) => format!("{dir}/{}/{}", name(*a), key_v2(c)),
+            ZNode::KeyDir(a, c) | ZNode::KeyChunk(a, c) => {
+                format!("{dir}/{}/{}", name(*a), key_v3(c))
+            }
+        }
+    }
+}
+
+/// The path of a state's `zarr/` folder: at the root for the latest state.
+fn zarr_dir(w: When) -> String {
+    match w {
+        None => "zarr".to_string(),
+        Some(t) => format!("at/{t}/zarr"),
     }
 }
 
@@ -368,5 +398,70 @@ mod tests {
         t.zarr_list(None, &ZNode::Root).unwrap();
         t.zarr_list(None, &ZNode::Root).unwrap();
         assert_eq!(t.zarr_stores.builds(), 2);
+    }
+
+    /// Messages name paths, as the user sees them, never internal types.
+    #[test]
+    fn messages_name_paths() {
+        let t = tree("merge_dense_overlap");
+        let err = |r: Result<Node>| r.err().unwrap().to_string();
+        let i32 = ZArray::Values(
+            t.merged(None)
+                .unwrap()
+                .fields
+                .iter()
+                .position(|f| f.name == "i32")
+                .unwrap(),
+        );
+        assert_eq!(
+            err(t.zarr_lookup(None, &ZNode::Array(i32), "9.9")),
+            "zarr/i32/9.9: no such file or directory"
+        );
+        assert_eq!(
+            err(t.zarr_lookup(None, &ZNode::KeyDir(i32, vec![0]), "7")),
+            "zarr/i32/c/0/7: no such file or directory"
+        );
+        assert_eq!(
+            t.zarr_list(None, &ZNode::Chunk(i32, vec![0, 0]))
+                .err()
+                .unwrap()
+                .to_string(),
+            "zarr/i32/0.0: not a directory"
+        );
+        let gone = ZArray::Values(99);
+        assert_eq!(
+            t.zarr_check(None, &ZNode::Array(gone))
+                .err()
+                .unwrap()
+                .to_string(),
+            "zarr: the values of field 99: no such file or directory"
+        );
+        assert_eq!(
+            t.zarr_check(Some(1), &ZNode::KeyChunk(gone, vec![0, 0]))
+                .err()
+                .unwrap()
+                .to_string(),
+            "at/1/zarr: the values of field 99: no such file or directory"
+        );
+        let mut out = Vec::new();
+        assert_eq!(
+            t.zarr_read_into(None, &ZNode::KeyDir(i32, vec![]), 0, 1, &mut out)
+                .err()
+                .unwrap()
+                .to_string(),
+            "zarr/i32/c: is a directory"
+        );
+        let sparse = tree("merge_sparse_overlap");
+        let why = sparse
+            .zarr_list(None, &ZNode::Root)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(why.starts_with("zarr: a sparse array"), "{why}");
+        for (_, node) in t.zarr_list(None, &ZNode::Array(i32)).unwrap() {
+            if let Node::Zarr(_, z) = node {
+                assert!(!t.zarr_path(None, &z).contains('('), "{z:?}");
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! these facts in the tree and reads the chunks.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use serde_json::{json, Map, Value};
 
@@ -30,6 +31,18 @@ pub(in crate::view::tiledb) enum ZArray {
     Validity(usize),
     /// A dimension's coordinates (dimension index).
     Coords(usize),
+}
+
+/// Names an array in messages where its name is not at hand (a node that outlived the
+/// state it was looked up in).
+impl fmt::Display for ZArray {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZArray::Values(i) => write!(f, "the values of field {i}"),
+            ZArray::Validity(i) => write!(f, "the validity of field {i}"),
+            ZArray::Coords(d) => write!(f, "the coordinates of dimension {d}"),
+        }
+    }
 }
 
 /// A metadata file.
@@ -503,6 +516,14 @@ pub(super) fn key_v2(c: &[u64]) -> String {
     c.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
 }
 
+/// A v3 chunk key (or key folder, with fewer coordinates): `c/i/j`.
+pub(super) fn key_v3(c: &[u64]) -> String {
+    std::iter::once("c".to_string())
+        .chain(c.iter().map(u64::to_string))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// A fill value as Zarr metadata has it: a number (NaN and infinities as strings), a
 /// boolean for bool; datetimes as their int64.
 fn fill_json(bytes: &[u8], ty: &ZType) -> Value {
@@ -904,6 +925,8 @@ mod tests {
         }
         assert_eq!(key_v2(&[1, 2]), "1.2");
         assert_eq!(key_v2(&[0]), "0");
+        assert_eq!(key_v3(&[]), "c");
+        assert_eq!(key_v3(&[1, 2]), "c/1/2");
         for c in [vec![0, 0], vec![6, 8], vec![3, 5]] {
             assert_eq!(parse_key(&key_v2(&c), '.', &counts), Some(c));
         }
@@ -987,5 +1010,17 @@ mod tests {
         let v3 = store.group_document(ZMeta::ZarrJson, "", None, "");
         assert_eq!(v3["node_type"], "group");
         assert_eq!(v3["attributes"]["tiledb"]["timestamp"], Value::Null);
+    }
+
+    #[test]
+    fn arrays_the_state_lacks_are_described_readably() {
+        let store = grid_store();
+        assert!(store.get(ZArray::Values(9)).is_none());
+        assert_eq!(ZArray::Values(9).to_string(), "the values of field 9");
+        assert_eq!(
+            ZArray::Coords(1).to_string(),
+            "the coordinates of dimension 1"
+        );
+        assert_eq!(ZMeta::ZarrJson.file_name(), "zarr.json");
     }
 }
