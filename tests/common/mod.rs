@@ -7,6 +7,8 @@
 pub mod mounting;
 pub mod s3;
 
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use fragfs::array::{parse_key, OpenOptions};
@@ -55,6 +57,16 @@ pub fn handbuilt() -> PathBuf {
 
 /// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted.
 pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
+    json_files(dir, ".expected.json")
+}
+
+/// `(array folder, merged json)` for every `*.merged.json` in `dir`, sorted.
+pub fn merged_files(dir: &Path) -> Vec<(PathBuf, Value)> {
+    json_files(dir, ".merged.json")
+}
+
+/// `(array folder, json)` for every `*<suffix>` in `dir`, sorted.
+fn json_files(dir: &Path, suffix: &str) -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;
@@ -63,7 +75,7 @@ pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
     names.sort();
     for p in names {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(array) = name.strip_suffix(".expected.json") {
+        if let Some(array) = name.strip_suffix(suffix) {
             let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
             // Arrays inside a group or another array (a SOMA dataframe, a dimension
             // label) name their folder by path: `soma_experiment/obs`.
@@ -475,6 +487,17 @@ pub fn first_chunk_data(bytes: &[u8]) -> usize {
     20 + md_len
 }
 
+/// Overwrites 8 bytes at the start of the first chunk's data in the tile file `path` (of
+/// a fixture copy), so that chunk fails its checksum or its decompression.
+pub fn corrupt_first_chunk(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = first_chunk_data(&bytes);
+    for b in &mut bytes[at..at + 8] {
+        *b = 0xAA;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// `fragfs info` names every expected fragment with its format version (from the
 /// fragment itself, as the corpus recorded it) and its layout: dense, or where the
 /// coordinates are (`coords_file_layout` of formats 1-4: `__coords.tdb` split per tile
@@ -716,26 +739,50 @@ pub fn check_merged(tree: &dyn Tree, merged: &Value) -> Result<usize, String> {
     Ok(checked)
 }
 
-/// `(array folder, merged json)` for every `*.merged.json` in `dir`.
-pub fn merged_files(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    names.sort();
-    for p in names {
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(array) = name.strip_suffix(".merged.json") {
-            let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-            let path = match json["array"].as_str() {
-                Some(rel) if rel.contains('/') => dir.join(rel),
-                _ => dir.join(array),
-            };
-            out.push((path, json));
+/// What a folder holds, per path below it: bytes, size, mode and modification time.
+pub type FolderSnapshot = BTreeMap<PathBuf, (Vec<u8>, u64, u32, i64, i64)>;
+
+/// Every file and folder below `root` (at least one file: comparing two empty snapshots
+/// would prove nothing), to show that something left the folder as it was.
+pub fn folder_snapshot(root: &Path) -> FolderSnapshot {
+    let mut out = BTreeMap::new();
+    let mut files = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        let bytes = if meta.is_file() {
+            files += 1;
+            std::fs::read(&p).unwrap()
+        } else {
+            Vec::new()
+        };
+        let rel = p.strip_prefix(root).unwrap().to_path_buf();
+        out.insert(
+            rel,
+            (
+                bytes,
+                meta.len(),
+                meta.mode(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            ),
+        );
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
         }
     }
+    assert!(files > 0, "no file below {}", root.display());
     out
+}
+
+/// The folder name of the first fragment an expected JSON lists.
+pub fn first_fragment(expected: &Value) -> String {
+    let dir = expected["fragments"][0]["fragment_dir"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no fragment in {expected}"));
+    dir.rsplit('/').next().unwrap_or(dir).to_string()
 }
 
 /// The feature fixture `name` and its expected JSON.
