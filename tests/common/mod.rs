@@ -55,24 +55,25 @@ pub fn handbuilt() -> PathBuf {
     repo().join("tests/fixtures/handbuilt")
 }
 
-/// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted.
+/// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted. Panics
+/// when there is none: a test over a folder that silently checked nothing passes for
+/// the wrong reason (a moved folder, a renamed suffix).
 pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
     json_files(dir, ".expected.json")
 }
 
-/// `(array folder, merged json)` for every `*.merged.json` in `dir`, sorted.
+/// `(array folder, merged json)` for every `*.merged.json` in `dir`, sorted; panics when
+/// there is none (see [`expected_files`]).
 pub fn merged_files(dir: &Path) -> Vec<(PathBuf, Value)> {
     json_files(dir, ".merged.json")
 }
 
-/// `(array folder, json)` for every `*<suffix>` in `dir`, sorted.
+/// `(array folder, json)` for every `*<suffix>` in `dir`, sorted, at least one.
 fn json_files(dir: &Path, suffix: &str) -> Vec<(PathBuf, Value)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     names.sort();
+    let mut out = Vec::new();
     for p in names {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if let Some(array) = name.strip_suffix(suffix) {
@@ -86,6 +87,28 @@ fn json_files(dir: &Path, suffix: &str) -> Vec<(PathBuf, Value)> {
             out.push((path, json));
         }
     }
+    assert!(!out.is_empty(), "no *{suffix} in {}", dir.display());
+    out
+}
+
+/// The shared corpus's folders, one per format version (`v2`, ...), by version; panics
+/// when there is none. Iterating these, never a guessed range, no version is skipped
+/// unnoticed and every folder holds arrays.
+pub fn corpus_versions(corpus: &Path) -> Vec<(u32, PathBuf)> {
+    let entries = std::fs::read_dir(corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display()));
+    let mut out: Vec<(u32, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.strip_prefix('v')?.parse().ok()?;
+            Some((version, e.path()))
+        })
+        .collect();
+    out.sort();
+    assert!(
+        !out.is_empty(),
+        "no version folders in {}",
+        corpus.display()
+    );
     out
 }
 
@@ -292,6 +315,10 @@ pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
             checked += 1;
         }
     }
+    // An expected JSON whose keys moved would otherwise check nothing and pass.
+    if checked == 0 {
+        return Err("the expected JSON lists no field to check".into());
+    }
     Ok(checked)
 }
 
@@ -446,6 +473,9 @@ pub fn walk_tree(view: &dyn FileTree) -> Result<usize, String> {
             }
         }
     }
+    if files == 0 {
+        return Err("no file in the tree".into());
+    }
     Ok(files)
 }
 
@@ -505,7 +535,13 @@ pub fn corrupt_first_chunk(path: &Path) {
 pub fn check_info(tree: &dyn FileTree, expected: &Value) -> Result<(), String> {
     let info = fragfs::info::render(&tree.info().map_err(|e| e.to_string())?);
     let lines: Vec<&str> = info.lines().collect();
-    for ef in expected["fragments"].as_array().into_iter().flatten() {
+    let fragments = expected["fragments"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    if fragments.is_empty() {
+        return Err("the expected JSON lists no fragment to find in info".into());
+    }
+    for ef in fragments {
         let dir = ef["fragment_dir"].as_str().unwrap_or_default();
         let name = dir.rsplit('/').next().unwrap_or(dir);
         let at = lines
@@ -735,6 +771,9 @@ pub fn check_merged(tree: &dyn Tree, merged: &Value) -> Result<usize, String> {
             }
         }
         checked += 1;
+    }
+    if checked == 0 {
+        return Err("the merged JSON lists no read to check".into());
     }
     Ok(checked)
 }
