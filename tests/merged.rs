@@ -46,10 +46,7 @@ fn shared_corpus_reads_merged_as_tiledb_reads_it() {
     let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
     };
-    let mut arrays = Vec::new();
-    for (_, dir) in corpus_versions(&corpus) {
-        arrays.extend(merged_files(&dir));
-    }
+    let (_, arrays) = corpus_files(&corpus);
     assert_eq!(arrays.len(), 525);
     let (reads, failures) = check_all(&arrays);
     println!("{} arrays, {reads} reads", arrays.len());

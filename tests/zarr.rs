@@ -73,10 +73,7 @@ fn fixtures_open_in_zarr_python_as_tiledb_reads_them() {
     let Some(python) = python_with("zarr") else {
         return;
     };
-    let mut arrays = expected_files(&fixtures());
-    arrays.extend(expected_files(&features()));
-    let mut merged = merged_files(&fixtures());
-    merged.extend(merged_files(&features()));
+    let (arrays, merged) = fixture_files();
     let (ok, not_shown) = check(&python, &arrays, &merged);
     assert!(ok >= 10, "{ok} dense fixtures checked");
     assert_eq!(ok + not_shown, dense_count(&merged));
@@ -93,11 +90,7 @@ fn shared_corpus_opens_in_zarr_python_as_tiledb_reads_it() {
     let Some(python) = python_with("zarr") else {
         return;
     };
-    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
-    for (_, dir) in corpus_versions(&corpus) {
-        arrays.extend(expected_files(&dir));
-        merged.extend(merged_files(&dir));
-    }
+    let (arrays, merged) = corpus_files(&corpus);
     let (ok, not_shown) = check(&python, &arrays, &merged);
     println!("{ok} dense corpus arrays match through zarr/ ({not_shown} have none, said why)");
     assert_eq!(ok + not_shown, dense_count(&merged));

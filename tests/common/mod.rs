@@ -55,21 +55,24 @@ pub fn handbuilt() -> PathBuf {
     repo().join("tests/fixtures/handbuilt")
 }
 
+/// `(array folder, JSON)` pairs: an expected or a merged JSON file per array.
+pub type JsonFiles = Vec<(PathBuf, Value)>;
+
 /// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted. Panics
 /// when there is none: a test over a folder that silently checked nothing passes for
 /// the wrong reason (a moved folder, a renamed suffix).
-pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
+pub fn expected_files(dir: &Path) -> JsonFiles {
     json_files(dir, ".expected.json")
 }
 
 /// `(array folder, merged json)` for every `*.merged.json` in `dir`, sorted; panics when
 /// there is none (see [`expected_files`]).
-pub fn merged_files(dir: &Path) -> Vec<(PathBuf, Value)> {
+pub fn merged_files(dir: &Path) -> JsonFiles {
     json_files(dir, ".merged.json")
 }
 
 /// `(array folder, json)` for every `*<suffix>` in `dir`, sorted, at least one.
-fn json_files(dir: &Path, suffix: &str) -> Vec<(PathBuf, Value)> {
+fn json_files(dir: &Path, suffix: &str) -> JsonFiles {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     names.sort();
@@ -89,6 +92,26 @@ fn json_files(dir: &Path, suffix: &str) -> Vec<(PathBuf, Value)> {
     }
     assert!(!out.is_empty(), "no *{suffix} in {}", dir.display());
     out
+}
+
+/// The expected and the merged JSON files of the repository's TileDB and feature
+/// fixtures.
+pub fn fixture_files() -> (JsonFiles, JsonFiles) {
+    let mut arrays = expected_files(&fixtures());
+    arrays.extend(expected_files(&features()));
+    let mut merged = merged_files(&fixtures());
+    merged.extend(merged_files(&features()));
+    (arrays, merged)
+}
+
+/// The expected and the merged JSON files of every version folder of the shared corpus.
+pub fn corpus_files(corpus: &Path) -> (JsonFiles, JsonFiles) {
+    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
+    for (_, dir) in corpus_versions(corpus) {
+        arrays.extend(expected_files(&dir));
+        merged.extend(merged_files(&dir));
+    }
+    (arrays, merged)
 }
 
 /// The shared corpus's folders, one per format version (`v2`, ...), by version; panics
@@ -273,9 +296,10 @@ pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
     check_tree(&view, expected)
 }
 
-/// [`check_array`] against any [`Tree`].
-pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
-    let empty_var: Vec<u8> = expected["empty_var_cell_stored_bytes"]
+/// What TileDB stores for an empty var-size cell, as an expected or merged JSON records
+/// it (`empty_var_cell_stored_bytes`; none where absent).
+fn empty_var_bytes(json: &Value) -> Vec<u8> {
+    json["empty_var_cell_stored_bytes"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -283,7 +307,12 @@ pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
                 .map(|b| b as u8)
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// [`check_array`] against any [`Tree`].
+pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
+    let empty_var = empty_var_bytes(expected);
     let frags = tree.fragments()?;
     let expected_frags = expected["fragments"]
         .as_array()
@@ -713,15 +742,7 @@ fn expected_rows(read: &Value, empty_var: &[u8]) -> Result<Vec<Vec<Option<Vec<u8
 /// byte (as a multiset of rows where duplicates are allowed: their order is TileDB's
 /// own). Returns the number of reads checked.
 pub fn check_merged(tree: &dyn Tree, merged: &Value) -> Result<usize, String> {
-    let empty_var: Vec<u8> = merged["empty_var_cell_stored_bytes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|b| b.as_u64())
-                .map(|b| b as u8)
-                .collect()
-        })
-        .unwrap_or_default();
+    let empty_var = empty_var_bytes(merged);
     let dups = merged["allows_duplicates"] == Value::Bool(true);
     let mut checked = 0;
     for read in merged["reads"].as_array().into_iter().flatten() {
