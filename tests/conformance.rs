@@ -117,16 +117,7 @@ const CORPUS_VERSIONS: std::ops::RangeInclusive<u32> = 2..=22;
 /// `(version, array, expected)` for every array of the corpus.
 fn corpus_arrays(corpus: &std::path::Path) -> Vec<(u32, std::path::PathBuf, serde_json::Value)> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(corpus).unwrap() {
-        let dir = entry.unwrap().path();
-        let Some(version) = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix('v'))
-            .and_then(|v| v.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for (version, dir) in corpus_versions(corpus) {
         for (array, expected) in expected_files(&dir) {
             out.push((version, array, expected));
         }

@@ -214,9 +214,9 @@ fn sources() -> Vec<Source> {
         return out;
     }
     // A few arrays per version folder, always the encrypted ones, the rest by seed.
-    for version in 1..=23 {
+    for (version, dir) in corpus_versions(&corpus) {
         let folder = format!("v{version}");
-        let arrays = expected_files(&corpus.join(&folder));
+        let arrays = expected_files(&dir);
         let mut rng = Rng::new(&folder);
         let mut chosen = BTreeSet::new();
         for (i, (array, _)) in arrays.iter().enumerate() {

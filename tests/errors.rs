@@ -235,13 +235,7 @@ fn a_missing_or_wrong_key_is_eacces_and_an_altered_chunk_is_eio() {
 #[test]
 fn cat_of_a_corrupt_file_exits_non_zero_with_one_line() {
     let (_t, array, frag) = copy_fixture("dense_basic");
-    let path = frag.join("a1.tdb");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = first_chunk_data(&bytes);
-    for b in &mut bytes[at..at + 8] {
-        *b = 0xAA;
-    }
-    std::fs::write(&path, bytes).unwrap();
+    corrupt_first_chunk(&frag.join("a1.tdb"));
     let name = frag.file_name().unwrap().to_str().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
         .args([
@@ -260,28 +254,7 @@ fn cat_of_a_corrupt_file_exits_non_zero_with_one_line() {
 #[test]
 fn cat_and_view_never_write_inside_the_array() {
     let (_t, array, _) = copy_fixture("sparse_var_nullable");
-    let snapshot = |dir: &Path| {
-        let mut all = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let e = e.unwrap();
-                let m = e.metadata().unwrap();
-                if m.is_dir() {
-                    stack.push(e.path());
-                }
-                let content = if m.is_file() {
-                    std::fs::read(e.path()).unwrap()
-                } else {
-                    Vec::new()
-                };
-                all.push((e.path(), m.len(), m.modified().unwrap(), content));
-            }
-        }
-        all.sort();
-        all
-    };
-    let before = snapshot(&array);
+    let before = folder_snapshot(&array);
     let view = ArrayTree::open_path(&array, OpenOptions::default(), 1 << 20).unwrap();
     walk_tree(&view).unwrap();
     let mut stack = vec![ROOT];
@@ -296,7 +269,10 @@ fn cat_and_view_never_write_inside_the_array() {
         }
     }
     assert!(read > 0);
-    assert!(before == snapshot(&array), "the array folder changed");
+    assert!(
+        before == folder_snapshot(&array),
+        "the array folder changed"
+    );
 }
 
 fn fragment_name(frag: &Path) -> &str {

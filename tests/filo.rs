@@ -39,9 +39,10 @@ struct Sample {
 fn load(dir: &Path) -> Vec<Sample> {
     let text = std::fs::read(dir.join("expected.json")).expect("expected.json");
     let json: Value = serde_json::from_slice(&text).expect("expected.json is JSON");
-    json["samples"]
-        .as_array()
-        .expect("samples")
+    let samples = json["samples"].as_array().expect("samples");
+    // Every test over the samples would pass on none.
+    assert!(!samples.is_empty(), "{}: no samples", dir.display());
+    samples
         .iter()
         .map(|s| {
             let file = s["file"].as_str().unwrap();

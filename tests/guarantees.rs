@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::mounting::*;
@@ -17,37 +15,6 @@ fn fragfs(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// Every file and folder below `root`: bytes, size, mode and modification time.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u64, u32, i64, i64)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&p).unwrap();
-        let bytes = if meta.is_file() {
-            std::fs::read(&p).unwrap()
-        } else {
-            Vec::new()
-        };
-        let rel = p.strip_prefix(root).unwrap().to_path_buf();
-        out.insert(
-            rel,
-            (
-                bytes,
-                meta.len(),
-                meta.mode(),
-                meta.mtime(),
-                meta.mtime_nsec(),
-            ),
-        );
-        if meta.is_dir() {
-            for e in std::fs::read_dir(&p).unwrap() {
-                stack.push(e.unwrap().path());
-            }
-        }
-    }
-    out
 }
 
 /// Reads every file below `root` (a mount), returning how many.
@@ -80,7 +47,7 @@ fn the_array_folder_is_untouched_by_mounting_listing_and_reading_everything() {
         "dense_2d",
     ] {
         let (tmp, array, _) = copy_fixture(name);
-        let before = snapshot(&array);
+        let before = folder_snapshot(&array);
         let mnt = tmp.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let out = fragfs(&["mount".as_ref(), array.as_os_str(), mnt.as_os_str()]);
@@ -105,7 +72,7 @@ fn the_array_folder_is_untouched_by_mounting_listing_and_reading_everything() {
             assert!(out.status.success(), "{command}");
         }
         assert!(
-            before == snapshot(&array),
+            before == folder_snapshot(&array),
             "{name}: the array folder changed"
         );
     }

@@ -12,7 +12,6 @@ mod common;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -27,39 +26,8 @@ fn tiledb(python: &str, args: &[&str]) {
     );
 }
 
-fn fragments(mnt: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(mnt.join("fragments"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
-}
-
-/// Polls `fragments/` until `done` holds; panics after the documented interval plus
-/// slack.
-fn wait_for(mnt: &Path, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let names = fragments(mnt);
-        if done(&names) {
-            return names;
-        }
-        assert!(
-            start.elapsed() < fragfs::view::REFRESH_INTERVAL + Duration::from_secs(3),
-            "{what}: fragments/ still {names:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn values(mnt: &Path, fragment: &str) -> Vec<i64> {
-    std::fs::read(mnt.join(format!("fragments/{fragment}/v/values.bin")))
-        .unwrap()
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
+/// What a local folder may add to the refresh interval before a change shows.
+const SLACK: Duration = Duration::from_secs(3);
 
 #[test]
 fn writes_consolidation_and_vacuum_under_a_live_mount() {
@@ -85,27 +53,21 @@ fn writes_consolidation_and_vacuum_under_a_live_mount() {
             .arg("--log-file")
             .arg(&log),
     );
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            force_unmount(self.0);
-        }
-    }
-    let _unmount = Unmount(&mnt);
+    let _unmount = UnmountOnDrop(&mnt);
 
-    let first = fragments(&mnt);
+    let first = Mounted(mnt.clone()).fragments().unwrap();
     assert_eq!(first.len(), 2, "{first:?}");
     assert_eq!(
-        values(&mnt, &first[0]),
+        v_values(&mnt, &first[0]),
         (0..10).map(|x| 1000 + x).collect::<Vec<_>>()
     );
 
     // A new fragment appears within the refresh interval, with the bytes written.
     tiledb(&python, &["write", a, "3"]);
-    let three = wait_for(&mnt, "new fragment", |n| n.len() == 3);
+    let three = wait_for(&mnt, "new fragment", SLACK, |n| n.len() == 3);
     let new = three.iter().find(|n| !first.contains(n)).unwrap();
     assert_eq!(
-        values(&mnt, new),
+        v_values(&mnt, new),
         (20..30).map(|x| 3000 + x).collect::<Vec<_>>()
     );
     let array_json = std::fs::read_to_string(mnt.join("array.json")).unwrap();
@@ -124,9 +86,11 @@ fn writes_consolidation_and_vacuum_under_a_live_mount() {
 
     tiledb(&python, &["consolidate", a]);
     tiledb(&python, &["vacuum", a]);
-    let after = wait_for(&mnt, "vacuum", |n| n.len() == 1 && !three.contains(&n[0]));
+    let after = wait_for(&mnt, "vacuum", SLACK, |n| {
+        n.len() == 1 && !three.contains(&n[0])
+    });
     let consolidated = &after[0];
-    let all = values(&mnt, consolidated);
+    let all = v_values(&mnt, consolidated);
     assert_eq!(
         &all[..30],
         (0..30).map(|x| 1000 * (x / 10 + 1) + x).collect::<Vec<_>>()

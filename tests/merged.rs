@@ -46,10 +46,7 @@ fn shared_corpus_reads_merged_as_tiledb_reads_it() {
     let Some(corpus) = shared_or_skip(shared_corpus()) else {
         return;
     };
-    let mut arrays = Vec::new();
-    for v in std::fs::read_dir(&corpus).unwrap() {
-        arrays.extend(merged_files(&v.unwrap().path()));
-    }
+    let (_, arrays) = corpus_files(&corpus);
     assert_eq!(arrays.len(), 525);
     let (reads, failures) = check_all(&arrays);
     println!("{} arrays, {reads} reads", arrays.len());

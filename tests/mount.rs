@@ -41,25 +41,6 @@ fn fragfs() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fragfs"))
 }
 
-/// Every file below `root`, as `/`-separated paths relative to it.
-fn walk(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for e in std::fs::read_dir(root.join(&rel)).unwrap() {
-            let e = e.unwrap();
-            let child = rel.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                stack.push(child);
-            } else {
-                out.push(child.to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The same tree through the view, without FUSE.
 fn view_files(view: &ArrayTree) -> Vec<String> {
     let mut out = Vec::new();
@@ -92,7 +73,7 @@ fn every_fixture_reads_through_the_mount_as_through_cat_and_as_tiledb_wrote_it()
     assert!(arrays.len() >= 5);
     for (array, expected) in &arrays {
         let m = InProcess::new(array, expected, 64 << 20, 2);
-        let files = walk(m.path());
+        let files = files_under(m.path());
         assert_eq!(
             files,
             view_files(&m.view),
@@ -135,9 +116,9 @@ fn shared_corpus_reads_byte_exact_through_the_mount() {
     let mut report: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut fields = 0;
-    for version in 1..=23 {
+    for (version, dir) in corpus_versions(&corpus) {
         let folder = format!("v{version}");
-        for (array, expected) in expected_files(&corpus.join(&folder)) {
+        for (array, expected) in expected_files(&dir) {
             let m = InProcess::new(&array, &expected, 16 << 20, 2);
             let r = report.entry(folder.clone()).or_default();
             let merged_json = array.with_extension("merged.json");
@@ -313,13 +294,7 @@ fn text_files_of_unknown_size_are_read_whole_by_usual_tools() {
         return;
     };
     let (array, expected) = fixture("sample");
-    let frag = expected["fragments"][0]["fragment_dir"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let frag = first_fragment(&expected);
     let csv_path = format!("fragments/{frag}/cells.csv");
     let txt_path = format!("fragments/{frag}/temperature/values.txt");
     let whole = |path: &str| {
@@ -577,13 +552,7 @@ fn daemon_survives_a_corrupt_tile_and_names_it_in_the_log() {
         return;
     }
     let (_tmp, array, frag) = copy_fixture("dense_basic");
-    let path = frag.join("a1.tdb");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = first_chunk_data(&bytes);
-    for b in &mut bytes[at..at + 8] {
-        *b = 0xAA;
-    }
-    std::fs::write(&path, bytes).unwrap();
+    corrupt_first_chunk(&frag.join("a1.tdb"));
     let name = frag.file_name().unwrap().to_str().unwrap();
     let (d, log) = daemon(&array, &[]);
     let bad = d.mnt.join(format!("fragments/{name}/f64_zstd/values.bin"));

@@ -218,28 +218,8 @@ fn the_shared_corpus_reads_the_same_through_s3_cat_and_mount() {
     );
 }
 
-fn wait_for(mnt: &Path, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let names = Mounted(mnt.to_path_buf()).fragments().unwrap_or_default();
-        if done(&names) {
-            return names;
-        }
-        assert!(
-            start.elapsed() < fragfs::view::REFRESH_INTERVAL + Duration::from_secs(30),
-            "{what}: fragments/ still {names:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn values(mnt: &Path, fragment: &str) -> Vec<i64> {
-    std::fs::read(mnt.join(format!("fragments/{fragment}/v/values.bin")))
-        .unwrap()
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
+/// What the S3 server may add to the refresh interval before a change shows.
+const SLACK: Duration = Duration::from_secs(30);
 
 /// TileDB-Py writes, consolidates and vacuums an array in the bucket while `fragfs
 /// mount` (the daemon) shows it: new fragments appear and vacuumed ones vanish.
@@ -283,30 +263,26 @@ fn tiledb_writes_consolidates_and_vacuums_in_the_bucket_under_a_live_mount() {
             .arg("--log-file")
             .arg(&log),
     );
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            force_unmount(self.0);
-        }
-    }
-    let _unmount = Unmount(&mnt);
-    let first = wait_for(&mnt, "the first two", |n| n.len() == 2);
+    let _unmount = UnmountOnDrop(&mnt);
+    let first = wait_for(&mnt, "the first two", SLACK, |n| n.len() == 2);
     assert_eq!(
-        values(&mnt, &first[0]),
+        v_values(&mnt, &first[0]),
         (0..10).map(|x| 1000 + x).collect::<Vec<_>>()
     );
     tiledb(&["write", uri, "3"]);
-    let three = wait_for(&mnt, "a new fragment", |n| n.len() == 3);
+    let three = wait_for(&mnt, "a new fragment", SLACK, |n| n.len() == 3);
     let new = three.iter().find(|n| !first.contains(n)).unwrap();
     assert_eq!(
-        values(&mnt, new),
+        v_values(&mnt, new),
         (20..30).map(|x| 3000 + x).collect::<Vec<_>>()
     );
     tiledb(&["consolidate", uri]);
     tiledb(&["vacuum", uri]);
-    let after = wait_for(&mnt, "vacuum", |n| n.len() == 1 && !three.contains(&n[0]));
+    let after = wait_for(&mnt, "vacuum", SLACK, |n| {
+        n.len() == 1 && !three.contains(&n[0])
+    });
     assert_eq!(
-        &values(&mnt, &after[0])[..30],
+        &v_values(&mnt, &after[0])[..30],
         (0..30).map(|x| 1000 * (x / 10 + 1) + x).collect::<Vec<_>>()
     );
     let merged = std::fs::read(mnt.join("latest/v/values.bin")).unwrap();

@@ -126,13 +126,7 @@ fn on_a_remote_store_metadata_is_read_on_first_use_and_views_of_all_load_it_toge
 #[test]
 fn a_read_inside_a_cold_tile_costs_two_requests_and_a_cached_chunk_none() {
     let (tree, store, expected) = in_memory("dense_2d");
-    let frag = expected["fragments"][0]["fragment_dir"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let frag = first_fragment(&expected);
     // A ZSTD field with 8 tiles of 12 cells (48 bytes each), one chunk per tile.
     let node = tree
         .resolve(&format!("fragments/{frag}/bs_dd_zstd/values.bin"))
@@ -165,13 +159,7 @@ fn a_tile_larger_than_the_walk_window_is_walked_in_several_reads() {
     let store = Arc::new(MemoryStore::from_dir(&array).unwrap().with_walk_window(32));
     let tree = ArrayTree::open(store.clone(), options_for(&expected), 64 << 20).unwrap();
     let local = open_view(&array, &expected).unwrap();
-    let frag = expected["fragments"][0]["fragment_dir"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let frag = first_fragment(&expected);
     for field in ["i32", "f64_zstd"] {
         let path = format!("fragments/{frag}/{field}/values.bin");
         let (a, b) = (tree.resolve(&path).unwrap(), local.resolve(&path).unwrap());
@@ -182,13 +170,7 @@ fn a_tile_larger_than_the_walk_window_is_walked_in_several_reads() {
 #[test]
 fn a_transient_failure_is_tried_again_not_remembered() {
     let (tree, store, expected) = in_memory("sample");
-    let frag = expected["fragments"][0]["fragment_dir"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let frag = first_fragment(&expected);
     let folder = tree.resolve(&format!("fragments/{frag}")).unwrap();
     // The footer read fails (a network store's 503): the listing of the fragment fails
     // with EIO, and the metadata is not kept as failed.

@@ -69,10 +69,7 @@ fn fixtures_npy_txt_and_csv_match_tiledb() {
     let Some(python) = python_with("numpy") else {
         return;
     };
-    let mut arrays = expected_files(&fixtures());
-    arrays.extend(expected_files(&features()));
-    let mut merged = merged_files(&fixtures());
-    merged.extend(merged_files(&features()));
+    let (arrays, merged) = fixture_files();
     let with_merged = arrays
         .iter()
         .filter(|(a, _)| merged.iter().any(|(m, _)| m == a))
@@ -94,11 +91,7 @@ fn shared_corpus_npy_txt_and_csv_match_tiledb() {
     let Some(python) = python_with("numpy") else {
         return;
     };
-    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
-    for version in 1..=23 {
-        arrays.extend(expected_files(&corpus.join(format!("v{version}"))));
-        merged.extend(merged_files(&corpus.join(format!("v{version}"))));
-    }
+    let (arrays, merged) = corpus_files(&corpus);
     // Every format version is read (formats 2 to 22 in the corpus): all 525 arrays.
     assert_eq!(arrays.len(), 525, "arrays in the corpus");
     let (checked, merged) = check(&python, &arrays, &merged);

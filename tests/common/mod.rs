@@ -7,6 +7,8 @@
 pub mod mounting;
 pub mod s3;
 
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use fragfs::array::{parse_key, OpenOptions};
@@ -53,17 +55,31 @@ pub fn handbuilt() -> PathBuf {
     repo().join("tests/fixtures/handbuilt")
 }
 
-/// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted.
-pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
+/// `(array folder, JSON)` pairs: an expected or a merged JSON file per array.
+pub type JsonFiles = Vec<(PathBuf, Value)>;
+
+/// `(array folder, expected json)` for every `*.expected.json` in `dir`, sorted. Panics
+/// when there is none: a test over a folder that silently checked nothing passes for
+/// the wrong reason (a moved folder, a renamed suffix).
+pub fn expected_files(dir: &Path) -> JsonFiles {
+    json_files(dir, ".expected.json")
+}
+
+/// `(array folder, merged json)` for every `*.merged.json` in `dir`, sorted; panics when
+/// there is none (see [`expected_files`]).
+pub fn merged_files(dir: &Path) -> JsonFiles {
+    json_files(dir, ".merged.json")
+}
+
+/// `(array folder, json)` for every `*<suffix>` in `dir`, sorted, at least one.
+fn json_files(dir: &Path, suffix: &str) -> JsonFiles {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     names.sort();
+    let mut out = Vec::new();
     for p in names {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(array) = name.strip_suffix(".expected.json") {
+        if let Some(array) = name.strip_suffix(suffix) {
             let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
             // Arrays inside a group or another array (a SOMA dataframe, a dimension
             // label) name their folder by path: `soma_experiment/obs`.
@@ -74,6 +90,48 @@ pub fn expected_files(dir: &Path) -> Vec<(PathBuf, Value)> {
             out.push((path, json));
         }
     }
+    assert!(!out.is_empty(), "no *{suffix} in {}", dir.display());
+    out
+}
+
+/// The expected and the merged JSON files of the repository's TileDB and feature
+/// fixtures.
+pub fn fixture_files() -> (JsonFiles, JsonFiles) {
+    let mut arrays = expected_files(&fixtures());
+    arrays.extend(expected_files(&features()));
+    let mut merged = merged_files(&fixtures());
+    merged.extend(merged_files(&features()));
+    (arrays, merged)
+}
+
+/// The expected and the merged JSON files of every version folder of the shared corpus.
+pub fn corpus_files(corpus: &Path) -> (JsonFiles, JsonFiles) {
+    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
+    for (_, dir) in corpus_versions(corpus) {
+        arrays.extend(expected_files(&dir));
+        merged.extend(merged_files(&dir));
+    }
+    (arrays, merged)
+}
+
+/// The shared corpus's folders, one per format version (`v2`, ...), by version; panics
+/// when there is none. Iterating these, never a guessed range, no version is skipped
+/// unnoticed and every folder holds arrays.
+pub fn corpus_versions(corpus: &Path) -> Vec<(u32, PathBuf)> {
+    let entries = std::fs::read_dir(corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display()));
+    let mut out: Vec<(u32, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.strip_prefix('v')?.parse().ok()?;
+            Some((version, e.path()))
+        })
+        .collect();
+    out.sort();
+    assert!(
+        !out.is_empty(),
+        "no version folders in {}",
+        corpus.display()
+    );
     out
 }
 
@@ -238,9 +296,10 @@ pub fn check_array(array: &Path, expected: &Value) -> Result<usize, String> {
     check_tree(&view, expected)
 }
 
-/// [`check_array`] against any [`Tree`].
-pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
-    let empty_var: Vec<u8> = expected["empty_var_cell_stored_bytes"]
+/// What TileDB stores for an empty var-size cell, as an expected or merged JSON records
+/// it (`empty_var_cell_stored_bytes`; none where absent).
+fn empty_var_bytes(json: &Value) -> Vec<u8> {
+    json["empty_var_cell_stored_bytes"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -248,7 +307,12 @@ pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
                 .map(|b| b as u8)
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// [`check_array`] against any [`Tree`].
+pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
+    let empty_var = empty_var_bytes(expected);
     let frags = tree.fragments()?;
     let expected_frags = expected["fragments"]
         .as_array()
@@ -279,6 +343,10 @@ pub fn check_tree(tree: &dyn Tree, expected: &Value) -> Result<usize, String> {
             }
             checked += 1;
         }
+    }
+    // An expected JSON whose keys moved would otherwise check nothing and pass.
+    if checked == 0 {
+        return Err("the expected JSON lists no field to check".into());
     }
     Ok(checked)
 }
@@ -434,6 +502,9 @@ pub fn walk_tree(view: &dyn FileTree) -> Result<usize, String> {
             }
         }
     }
+    if files == 0 {
+        return Err("no file in the tree".into());
+    }
     Ok(files)
 }
 
@@ -475,6 +546,17 @@ pub fn first_chunk_data(bytes: &[u8]) -> usize {
     20 + md_len
 }
 
+/// Overwrites 8 bytes at the start of the first chunk's data in the tile file `path` (of
+/// a fixture copy), so that chunk fails its checksum or its decompression.
+pub fn corrupt_first_chunk(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = first_chunk_data(&bytes);
+    for b in &mut bytes[at..at + 8] {
+        *b = 0xAA;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// `fragfs info` names every expected fragment with its format version (from the
 /// fragment itself, as the corpus recorded it) and its layout: dense, or where the
 /// coordinates are (`coords_file_layout` of formats 1-4: `__coords.tdb` split per tile
@@ -482,7 +564,13 @@ pub fn first_chunk_data(bytes: &[u8]) -> usize {
 pub fn check_info(tree: &dyn FileTree, expected: &Value) -> Result<(), String> {
     let info = fragfs::info::render(&tree.info().map_err(|e| e.to_string())?);
     let lines: Vec<&str> = info.lines().collect();
-    for ef in expected["fragments"].as_array().into_iter().flatten() {
+    let fragments = expected["fragments"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    if fragments.is_empty() {
+        return Err("the expected JSON lists no fragment to find in info".into());
+    }
+    for ef in fragments {
         let dir = ef["fragment_dir"].as_str().unwrap_or_default();
         let name = dir.rsplit('/').next().unwrap_or(dir);
         let at = lines
@@ -654,15 +742,7 @@ fn expected_rows(read: &Value, empty_var: &[u8]) -> Result<Vec<Vec<Option<Vec<u8
 /// byte (as a multiset of rows where duplicates are allowed: their order is TileDB's
 /// own). Returns the number of reads checked.
 pub fn check_merged(tree: &dyn Tree, merged: &Value) -> Result<usize, String> {
-    let empty_var: Vec<u8> = merged["empty_var_cell_stored_bytes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|b| b.as_u64())
-                .map(|b| b as u8)
-                .collect()
-        })
-        .unwrap_or_default();
+    let empty_var = empty_var_bytes(merged);
     let dups = merged["allows_duplicates"] == Value::Bool(true);
     let mut checked = 0;
     for read in merged["reads"].as_array().into_iter().flatten() {
@@ -713,29 +793,56 @@ pub fn check_merged(tree: &dyn Tree, merged: &Value) -> Result<usize, String> {
         }
         checked += 1;
     }
+    if checked == 0 {
+        return Err("the merged JSON lists no read to check".into());
+    }
     Ok(checked)
 }
 
-/// `(array folder, merged json)` for every `*.merged.json` in `dir`.
-pub fn merged_files(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    names.sort();
-    for p in names {
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if let Some(array) = name.strip_suffix(".merged.json") {
-            let json: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-            let path = match json["array"].as_str() {
-                Some(rel) if rel.contains('/') => dir.join(rel),
-                _ => dir.join(array),
-            };
-            out.push((path, json));
+/// What a folder holds, per path below it: bytes, size, mode and modification time.
+pub type FolderSnapshot = BTreeMap<PathBuf, (Vec<u8>, u64, u32, i64, i64)>;
+
+/// Every file and folder below `root` (at least one file: comparing two empty snapshots
+/// would prove nothing), to show that something left the folder as it was.
+pub fn folder_snapshot(root: &Path) -> FolderSnapshot {
+    let mut out = BTreeMap::new();
+    let mut files = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        let bytes = if meta.is_file() {
+            files += 1;
+            std::fs::read(&p).unwrap()
+        } else {
+            Vec::new()
+        };
+        let rel = p.strip_prefix(root).unwrap().to_path_buf();
+        out.insert(
+            rel,
+            (
+                bytes,
+                meta.len(),
+                meta.mode(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            ),
+        );
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
         }
     }
+    assert!(files > 0, "no file below {}", root.display());
     out
+}
+
+/// The folder name of the first fragment an expected JSON lists.
+pub fn first_fragment(expected: &Value) -> String {
+    let dir = expected["fragments"][0]["fragment_dir"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no fragment in {expected}"));
+    dir.rsplit('/').next().unwrap_or(dir).to_string()
 }
 
 /// The feature fixture `name` and its expected JSON.

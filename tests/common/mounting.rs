@@ -3,11 +3,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use fragfs::fuse::MountConfig;
 use fragfs::view::ArrayTree;
 
-use super::options_for;
+use super::{options_for, Mounted, Tree};
 
 /// Whether mounts can run here; prints the reason when not. Under CI they must.
 pub fn fuse_available(test: &str) -> bool {
@@ -55,6 +56,73 @@ pub fn force_unmount(mnt: &Path) {
     if is_mounted(mnt) {
         let _ = fragfs::mount::unmount(mnt);
     }
+}
+
+/// Unmounts a daemon's mount when dropped, so a test that fails leaves no mount behind.
+pub struct UnmountOnDrop<'a>(pub &'a Path);
+
+impl Drop for UnmountOnDrop<'_> {
+    fn drop(&mut self) {
+        force_unmount(self.0);
+    }
+}
+
+/// Polls `fragments/` of the mount `mnt` until `done` holds of its (sorted) names, and
+/// returns them. Panics after the documented refresh interval plus `slack` (what the
+/// store may add: an S3 server is slower than a folder), naming `what` was awaited and
+/// what was seen last.
+pub fn wait_for(
+    mnt: &Path,
+    what: &str,
+    slack: Duration,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        // A listing that fails (a daemon still starting) is polled again, and shown.
+        let names = Mounted(mnt.to_path_buf()).fragments();
+        if let Ok(names) = &names {
+            if done(names) {
+                return names.clone();
+            }
+        }
+        assert!(
+            start.elapsed() < fragfs::view::REFRESH_INTERVAL + slack,
+            "{what}: fragments/ still {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The int64 attribute `v` of a fragment of the array tests/tiledb_ops.py writes, read
+/// through the mount `mnt`.
+pub fn v_values(mnt: &Path, fragment: &str) -> Vec<i64> {
+    std::fs::read(mnt.join(format!("fragments/{fragment}/v/values.bin")))
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Every file below `root` (a mount), as sorted `/`-separated paths relative to it; at
+/// least one, or the walk proves nothing.
+pub fn files_under(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in std::fs::read_dir(root.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let child = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(child);
+            } else {
+                out.push(child.to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no file below {}", root.display());
+    out.sort();
+    out
 }
 
 pub fn config(threads: usize) -> MountConfig {

@@ -194,6 +194,7 @@ pub struct ArrayTree {
     labels: Subtrees<usize>,
     /// The merged states opened, with the rescan generation they were merged at.
     states: Mutex<MergedStates>,
+    zarr_stores: zarr::ZarrStores,
 }
 
 impl ArrayTree {
@@ -219,6 +220,7 @@ impl ArrayTree {
             text_sizes: Mutex::new(HashMap::new()),
             labels: Subtrees::default(),
             states: Mutex::new(HashMap::new()),
+            zarr_stores: zarr::ZarrStores::new(),
         }
     }
 
