@@ -27,6 +27,7 @@ use super::merged::When;
 use super::{ArrayTree, Node};
 use crate::error::{Error, Result};
 use crate::read::merge::Merged;
+use crate::view::cache::slice_into;
 
 /// A node under `zarr/`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -276,10 +277,7 @@ impl ArrayTree {
             ZNode::Chunk(a, c) | ZNode::KeyChunk(a, c) => (*a, c),
             n if n.is_dir() => return Err(Error::IsDirectory(self.zarr_path(w, n))),
             _ => {
-                let bytes = self.zarr_meta(w, node)?;
-                let start = offset.min(bytes.len() as u64) as usize;
-                let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
-                out.extend_from_slice(&bytes[start..end]);
+                slice_into(&self.zarr_meta(w, node)?, offset, len, out);
                 return Ok(());
             }
         };
