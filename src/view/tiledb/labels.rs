@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::view::FileTree;
+use crate::view::nodes::Ino;
+use crate::view::subtree;
+use crate::view::{Entry, FileTree};
 
-use super::ArrayTree;
+use super::{ArrayTree, Node};
 
 impl ArrayTree {
     /// Dimension label `l`'s tree, opened on first visit.
@@ -34,5 +36,25 @@ impl ArrayTree {
                 self.caches.clone(),
             )))
         })
+    }
+
+    /// Runs `f` on the label tree and inner number of a label's node.
+    pub(super) fn in_label<T>(
+        &self,
+        node: &Node,
+        f: impl FnOnce(&dyn FileTree, Ino) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let Node::Label(inside) = node else {
+            return None;
+        };
+        Some(
+            self.label_tree(inside.key)
+                .and_then(|t| f(&*t, inside.inner)),
+        )
+    }
+
+    /// Renumbers an entry of label `l`'s tree for this tree.
+    pub(super) fn label_entry(&self, l: usize, e: Entry) -> Entry {
+        subtree::outer_entry(&self.nodes, Node::Label, l, e)
     }
 }

@@ -4,14 +4,15 @@
 //! what is where: the tree's shape, and which node a path names.
 //!
 //! The files of a fragment or state folder and of a field folder are [`Face`]s, listed,
-//! sized and read from one table per kind of folder (`faces/`). The other concerns live
-//! beside this module: rescans (`rescan.rs`), open files kept readable (`pinning.rs`),
+//! sized and read from one table per kind of folder (`faces/`; `files.rs` reads every
+//! kind of file node). The other concerns live beside this module: rescans (`rescan.rs`), open files kept readable (`pinning.rs`),
 //! read-ahead (`readahead.rs`), dimension labels (`labels.rs`), merged states
 //! (`merged.rs`), text files (`textfiles.rs`), enumerations (`enums.rs`), Zarr
 //! (`zarr.rs`).
 
 mod enums;
 mod faces;
+mod files;
 pub mod json;
 mod labels;
 mod merged;
@@ -31,13 +32,13 @@ use crate::array::{Array, OpenOptions};
 use crate::error::{Error, Result};
 use crate::storage::Store;
 
-use self::faces::{At, Face, FaceId, Table};
+use self::faces::{FaceId, Table};
 use self::merged::When;
 use self::zarr::ZNode;
-use super::cache::{slice_into, Caches, OwnedKey, ViewItem, ViewKey};
+use super::cache::Caches;
 use super::info::{ArrayInfo, Info};
 use super::nodes::{Ino, NodeTable, ROOT};
-use super::subtree::{self, Inside, Subtrees};
+use super::subtree::{Inside, Subtrees};
 use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INTERVAL};
 
 /// A folder that holds whole-folder files and field folders: a fragment's, or a merged
@@ -280,36 +281,6 @@ impl ArrayTree {
             .ok_or_else(|| Error::NotFound("a fragment's file in a state folder".into()))
     }
 
-    /// The face of the field table that a node names, with where it is.
-    fn field_face(
-        &self,
-        ino: Ino,
-        of: FieldOf,
-        id: FaceId,
-    ) -> (At<'_, FieldOf>, &'static dyn Face<FieldOf>) {
-        let at = At {
-            tree: self,
-            ino,
-            place: of,
-        };
-        (at, FieldOf::face(id))
-    }
-
-    /// The face of the folder table that a node names, with where it is.
-    fn folder_face(
-        &self,
-        ino: Ino,
-        folder: Folder,
-        id: FaceId,
-    ) -> (At<'_, Folder>, &'static dyn Face<Folder>) {
-        let at = At {
-            tree: self,
-            ino,
-            place: folder,
-        };
-        (at, Folder::face(id))
-    }
-
     /// Fails with `NotFound` unless the node is in the tree now (a vacuumed fragment's
     /// nodes are gone, but for open files).
     fn check_exists(&self, node: &Node) -> Result<()> {
@@ -548,197 +519,6 @@ impl ArrayTree {
         format!("/{}", parts.join("/"))
     }
 
-    /// The size of a file whose size may not be known without rendering it: `None`, and
-    /// `stat` shows 0 (see [`Face::known_size`]).
-    fn known_size(&self, ino: Ino, node: &Node) -> Result<Option<u64>> {
-        match node {
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
-                face.known_size(&at)
-            }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
-                face.known_size(&at)
-            }
-            other => self.file_size(ino, other).map(Some),
-        }
-    }
-
-    /// The exact size of a file (0 for folders).
-    fn file_size(&self, ino: Ino, node: &Node) -> Result<u64> {
-        Ok(match node {
-            Node::Root
-            | Node::SchemasDir
-            | Node::FragmentsDir
-            | Node::Fragment(_)
-            | Node::AtDir
-            | Node::State(_)
-            | Node::Field(_)
-            | Node::Enum(_)
-            | Node::LabelsDir
-            | Node::Label(_) => 0,
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
-                face.size(&at)?
-            }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
-                face.size(&at)?
-            }
-            Node::Zarr(w, z) => self.zarr_size(*w, z)?,
-            Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemaFile(_)
-            | Node::EnumFile(..) => self
-                .rendered_file(ino, node)?
-                .bytes("a rendered file")?
-                .len() as u64,
-        })
-    }
-
-    /// A file rendered whole, kept in the view cache at `generation` (0: it never
-    /// changes; else the tree's generation, so a rescan renders it again).
-    fn rendered(
-        &self,
-        ino: Ino,
-        generation: u64,
-        render: impl FnOnce() -> Result<Vec<u8>>,
-    ) -> Result<Arc<ViewItem>> {
-        let key = OwnedKey {
-            owner: self.owner,
-            file: ino,
-            key: ViewKey::Rendered(generation),
-        };
-        self.caches
-            .views
-            .get_or_load(key, || render().map(ViewItem::Bytes))
-    }
-
-    /// The array-level JSON files and the files of `enumeration/`, rendered.
-    fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Arc<ViewItem>> {
-        let generation = match node {
-            Node::EnumFile(of, _) => self.generation_of(of.folder),
-            _ => self.generation(),
-        };
-        if *node == Node::ArrayJson {
-            self.refresh_if_stale();
-        }
-        self.rendered(ino, generation, || {
-            let array = self.array();
-            let value = match node {
-                Node::ArrayJson => {
-                    let mut value = json::array(&array);
-                    if let Some(map) = value.as_object_mut() {
-                        map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
-                    }
-                    value
-                }
-                Node::SchemaJson => {
-                    let s = array.latest_schema();
-                    json::schema(&s.name, &s.schema)
-                }
-                Node::SchemaFile(name) => {
-                    let s = array
-                        .schemas
-                        .iter()
-                        .find(|s| &s.name == name)
-                        .ok_or_else(|| Error::NotFound(format!("schema {name}")))?;
-                    json::schema(&s.name, &s.schema)
-                }
-                Node::MetadataJson => json::metadata(&crate::array::metadata::load_metadata(
-                    &*array.store,
-                    array.options.key,
-                )?),
-                Node::EnumFile(of, file) => return self.enum_file(of, *file),
-                Node::Root
-                | Node::SchemasDir
-                | Node::FragmentsDir
-                | Node::Fragment(_)
-                | Node::AtDir
-                | Node::State(_)
-                | Node::FolderFile(..)
-                | Node::Field(_)
-                | Node::FieldFile(..)
-                | Node::Enum(_)
-                | Node::LabelsDir
-                | Node::Label(_)
-                | Node::Zarr(..) => {
-                    return Err(Error::IsDirectory(format!(
-                        "{} is not a rendered file",
-                        self.describe(node)
-                    )))
-                }
-            };
-            Ok(json::to_bytes(&value))
-        })
-    }
-
-    fn node_lifetime(&self, node: &Node) -> Lifetime {
-        match node {
-            // A fragment folder may be vacuumed; what is inside never changes.
-            Node::Fragment(_) => Lifetime::Changing,
-            Node::FolderFile(folder, _) => faces::lifetime(*folder),
-            Node::FieldFile(of, _) | Node::EnumFile(of, _) => faces::lifetime(of.folder),
-            Node::Field(of) | Node::Enum(of) => match of.folder {
-                Folder::Fragment(_) => Lifetime::Immutable,
-                Folder::State(_) => Lifetime::Changing,
-            },
-            Node::Zarr(..) => Lifetime::Snapshot,
-            Node::Root
-            | Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemasDir
-            | Node::SchemaFile(_)
-            | Node::FragmentsDir
-            | Node::AtDir
-            | Node::State(_)
-            | Node::LabelsDir
-            | Node::Label(_) => Lifetime::Changing,
-        }
-    }
-
-    fn read_node_into(
-        &self,
-        ino: Ino,
-        node: &Node,
-        offset: u64,
-        len: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        match node {
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
-                face.read_into(&at, offset, len, out)
-            }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
-                face.read_into(&at, offset, len, out)
-            }
-            Node::Zarr(w, z) => self.zarr_read_into(*w, z, offset, len, out),
-            Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemaFile(_)
-            | Node::EnumFile(..) => {
-                let rendered = self.rendered_file(ino, node)?;
-                slice_into(rendered.bytes("a rendered file")?, offset, len, out);
-                Ok(())
-            }
-            Node::Root
-            | Node::SchemasDir
-            | Node::FragmentsDir
-            | Node::Fragment(_)
-            | Node::AtDir
-            | Node::State(_)
-            | Node::Field(_)
-            | Node::Enum(_)
-            | Node::LabelsDir
-            | Node::Label(_) => Err(Error::IsDirectory(self.describe(node))),
-        }
-    }
-
     /// The number of sub-folders of a folder whose listing is cheap (the root, `labels/`,
     /// a field folder), so `stat` reports `nlink` = 2 + that; `None` where counting them
     /// would need fragment metadata or a merge (see [`Stat::nlink`]).
@@ -766,26 +546,6 @@ impl ArrayTree {
             | Node::FieldFile(..)
             | Node::EnumFile(..) => None,
         })
-    }
-
-    /// Runs `f` on the label tree and inner number of a label's node.
-    fn in_label<T>(
-        &self,
-        node: &Node,
-        f: impl FnOnce(&dyn FileTree, Ino) -> Result<T>,
-    ) -> Option<Result<T>> {
-        let Node::Label(inside) = node else {
-            return None;
-        };
-        Some(
-            self.label_tree(inside.key)
-                .and_then(|t| f(&*t, inside.inner)),
-        )
-    }
-
-    /// Renumbers an entry of label `l`'s tree for this tree.
-    fn label_entry(&self, l: usize, e: Entry) -> Entry {
-        subtree::outer_entry(&self.nodes, Node::Label, l, e)
     }
 }
 

@@ -1,0 +1,237 @@
+//! How a file node is sized and read: a face's file through its table entry
+//! (`faces/`), the array-level JSON files and `enumeration/`'s files rendered whole into
+//! the view cache, `zarr/`'s files through the Zarr store; and how long the kernel may
+//! keep what it learns of each node.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::view::cache::{slice_into, OwnedKey, ViewItem, ViewKey};
+use crate::view::nodes::Ino;
+use crate::view::{FileTree, Lifetime};
+
+use super::faces::{self, At, Face, FaceId, Table};
+use super::{json, zarr, ArrayTree, FieldOf, Folder, Node};
+
+impl ArrayTree {
+    /// The face of the field table that a node names, with where it is.
+    pub(super) fn field_face(
+        &self,
+        ino: Ino,
+        of: FieldOf,
+        id: FaceId,
+    ) -> (At<'_, FieldOf>, &'static dyn Face<FieldOf>) {
+        let at = At {
+            tree: self,
+            ino,
+            place: of,
+        };
+        (at, FieldOf::face(id))
+    }
+
+    /// The face of the folder table that a node names, with where it is.
+    pub(super) fn folder_face(
+        &self,
+        ino: Ino,
+        folder: Folder,
+        id: FaceId,
+    ) -> (At<'_, Folder>, &'static dyn Face<Folder>) {
+        let at = At {
+            tree: self,
+            ino,
+            place: folder,
+        };
+        (at, Folder::face(id))
+    }
+
+    /// The size of a file whose size may not be known without rendering it: `None`, and
+    /// `stat` shows 0 (see [`Face::known_size`]).
+    pub(super) fn known_size(&self, ino: Ino, node: &Node) -> Result<Option<u64>> {
+        match node {
+            Node::FolderFile(folder, id) => {
+                let (at, face) = self.folder_face(ino, *folder, *id);
+                face.known_size(&at)
+            }
+            Node::FieldFile(of, id) => {
+                let (at, face) = self.field_face(ino, *of, *id);
+                face.known_size(&at)
+            }
+            other => self.file_size(ino, other).map(Some),
+        }
+    }
+
+    /// The exact size of a file (0 for folders).
+    pub(super) fn file_size(&self, ino: Ino, node: &Node) -> Result<u64> {
+        Ok(match node {
+            Node::Root
+            | Node::SchemasDir
+            | Node::FragmentsDir
+            | Node::Fragment(_)
+            | Node::AtDir
+            | Node::State(_)
+            | Node::Field(_)
+            | Node::Enum(_)
+            | Node::LabelsDir
+            | Node::Label(_) => 0,
+            Node::FolderFile(folder, id) => {
+                let (at, face) = self.folder_face(ino, *folder, *id);
+                face.size(&at)?
+            }
+            Node::FieldFile(of, id) => {
+                let (at, face) = self.field_face(ino, *of, *id);
+                face.size(&at)?
+            }
+            Node::Zarr(w, z) => self.zarr_size(*w, z)?,
+            Node::ArrayJson
+            | Node::MetadataJson
+            | Node::SchemaJson
+            | Node::SchemaFile(_)
+            | Node::EnumFile(..) => self
+                .rendered_file(ino, node)?
+                .bytes("a rendered file")?
+                .len() as u64,
+        })
+    }
+
+    /// A file rendered whole, kept in the view cache at `generation` (0: it never
+    /// changes; else the tree's generation, so a rescan renders it again).
+    pub(super) fn rendered(
+        &self,
+        ino: Ino,
+        generation: u64,
+        render: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Arc<ViewItem>> {
+        let key = OwnedKey {
+            owner: self.owner,
+            file: ino,
+            key: ViewKey::Rendered(generation),
+        };
+        self.caches
+            .views
+            .get_or_load(key, || render().map(ViewItem::Bytes))
+    }
+
+    /// The array-level JSON files and the files of `enumeration/`, rendered.
+    pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Arc<ViewItem>> {
+        let generation = match node {
+            Node::EnumFile(of, _) => self.generation_of(of.folder),
+            _ => self.generation(),
+        };
+        if *node == Node::ArrayJson {
+            self.refresh_if_stale();
+        }
+        self.rendered(ino, generation, || {
+            let array = self.array();
+            let value = match node {
+                Node::ArrayJson => {
+                    let mut value = json::array(&array);
+                    if let Some(map) = value.as_object_mut() {
+                        map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
+                    }
+                    value
+                }
+                Node::SchemaJson => {
+                    let s = array.latest_schema();
+                    json::schema(&s.name, &s.schema)
+                }
+                Node::SchemaFile(name) => {
+                    let s = array
+                        .schemas
+                        .iter()
+                        .find(|s| &s.name == name)
+                        .ok_or_else(|| Error::NotFound(format!("schema {name}")))?;
+                    json::schema(&s.name, &s.schema)
+                }
+                Node::MetadataJson => json::metadata(&crate::array::metadata::load_metadata(
+                    &*array.store,
+                    array.options.key,
+                )?),
+                Node::EnumFile(of, file) => return self.enum_file(of, *file),
+                Node::Root
+                | Node::SchemasDir
+                | Node::FragmentsDir
+                | Node::Fragment(_)
+                | Node::AtDir
+                | Node::State(_)
+                | Node::FolderFile(..)
+                | Node::Field(_)
+                | Node::FieldFile(..)
+                | Node::Enum(_)
+                | Node::LabelsDir
+                | Node::Label(_)
+                | Node::Zarr(..) => {
+                    return Err(Error::IsDirectory(format!(
+                        "{} is not a rendered file",
+                        self.describe(node)
+                    )))
+                }
+            };
+            Ok(json::to_bytes(&value))
+        })
+    }
+
+    pub(super) fn node_lifetime(&self, node: &Node) -> Lifetime {
+        match node {
+            // A fragment folder may be vacuumed; what is inside never changes.
+            Node::Fragment(_) => Lifetime::Changing,
+            Node::FolderFile(folder, _) => faces::lifetime(*folder),
+            Node::FieldFile(of, _) | Node::EnumFile(of, _) => faces::lifetime(of.folder),
+            Node::Field(of) | Node::Enum(of) => match of.folder {
+                Folder::Fragment(_) => Lifetime::Immutable,
+                Folder::State(_) => Lifetime::Changing,
+            },
+            Node::Zarr(..) => Lifetime::Snapshot,
+            Node::Root
+            | Node::ArrayJson
+            | Node::MetadataJson
+            | Node::SchemaJson
+            | Node::SchemasDir
+            | Node::SchemaFile(_)
+            | Node::FragmentsDir
+            | Node::AtDir
+            | Node::State(_)
+            | Node::LabelsDir
+            | Node::Label(_) => Lifetime::Changing,
+        }
+    }
+
+    pub(super) fn read_node_into(
+        &self,
+        ino: Ino,
+        node: &Node,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match node {
+            Node::FolderFile(folder, id) => {
+                let (at, face) = self.folder_face(ino, *folder, *id);
+                face.read_into(&at, offset, len, out)
+            }
+            Node::FieldFile(of, id) => {
+                let (at, face) = self.field_face(ino, *of, *id);
+                face.read_into(&at, offset, len, out)
+            }
+            Node::Zarr(w, z) => self.zarr_read_into(*w, z, offset, len, out),
+            Node::ArrayJson
+            | Node::MetadataJson
+            | Node::SchemaJson
+            | Node::SchemaFile(_)
+            | Node::EnumFile(..) => {
+                let rendered = self.rendered_file(ino, node)?;
+                slice_into(rendered.bytes("a rendered file")?, offset, len, out);
+                Ok(())
+            }
+            Node::Root
+            | Node::SchemasDir
+            | Node::FragmentsDir
+            | Node::Fragment(_)
+            | Node::AtDir
+            | Node::State(_)
+            | Node::Field(_)
+            | Node::Enum(_)
+            | Node::LabelsDir
+            | Node::Label(_) => Err(Error::IsDirectory(self.describe(node))),
+        }
+    }
+}
