@@ -58,6 +58,34 @@ fn shared_corpus_reads_merged_as_tiledb_reads_it() {
     );
 }
 
+/// GDAL opens `bin` through the `values.hdr` beside it as an ENVI raster of `(samples,
+/// lines, bands)`, and what it copies out is exactly `bin`'s bytes.
+fn gdal_reads_the_raster(
+    bin: &std::path::Path,
+    (samples, lines, bands): (u64, u64, usize),
+    what: &str,
+) {
+    let info = run_ok(std::process::Command::new("gdalinfo").arg(bin));
+    assert!(
+        info.contains("Driver: ENVI/ENVI") && info.contains(&format!("Size is {samples}, {lines}")),
+        "{what}:\n{info}"
+    );
+    assert_eq!(info.matches("\nBand ").count(), bands, "{what}:\n{info}");
+    let out = tempfile::tempdir().unwrap();
+    let copy = out.path().join("copy.bin");
+    run_ok(
+        std::process::Command::new("gdal_translate")
+            .args(["-q", "-of", "ENVI"])
+            .arg(bin)
+            .arg(&copy),
+    );
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(bin).unwrap(),
+        "{what}: GDAL's copy differs from the values"
+    );
+}
+
 /// GDAL (Debian's gdal-bin, which has no TileDB driver) opens `values.bin` of a dense 2-D
 /// or 3-D attribute through its `values.hdr`: the size, bands and type it reports are the
 /// array's, and what it translates is exactly the merged values (checked against TileDB's
@@ -85,30 +113,7 @@ fn gdal_opens_dense_rasters_through_their_envi_headers() {
                 dir.join("values.hdr").is_file(),
                 "{name}/{attr}: no values.hdr"
             );
-            let info = run_ok(std::process::Command::new("gdalinfo").arg(&bin));
-            assert!(
-                info.contains("Driver: ENVI/ENVI")
-                    && info.contains(&format!("Size is {samples}, {lines}")),
-                "{name}/{attr}:\n{info}"
-            );
-            assert_eq!(
-                info.matches("\nBand ").count(),
-                bands,
-                "{name}/{attr}:\n{info}"
-            );
-            let out = tempfile::tempdir().unwrap();
-            let copy = out.path().join("copy.bin");
-            run_ok(
-                std::process::Command::new("gdal_translate")
-                    .args(["-q", "-of", "ENVI"])
-                    .arg(&bin)
-                    .arg(&copy),
-            );
-            assert_eq!(
-                std::fs::read(&copy).unwrap(),
-                std::fs::read(&bin).unwrap(),
-                "{name}/{attr}: GDAL's copy differs from the values"
-            );
+            gdal_reads_the_raster(&bin, (samples, lines, bands), &format!("{name}/{attr}"));
         }
         // No header where GDAL has nothing to read: var-size attributes, dimensions.
         assert!(!m.path().join("latest/s/values.hdr").exists() || name != "merge_dense_overlap");
@@ -151,24 +156,7 @@ fn gdal_opens_fragment_rasters_through_their_envi_headers() {
     let raster = &fragments[3];
     for attr in ["i32", "f64", "n"] {
         let bin = raster.join(attr).join("values.bin");
-        let info = run_ok(std::process::Command::new("gdalinfo").arg(&bin));
-        assert!(
-            info.contains("Driver: ENVI/ENVI") && info.contains("Size is 4, 3"),
-            "{attr}:\n{info}"
-        );
-        let out = tempfile::tempdir().unwrap();
-        let copy = out.path().join("copy.bin");
-        run_ok(
-            std::process::Command::new("gdal_translate")
-                .args(["-q", "-of", "ENVI"])
-                .arg(&bin)
-                .arg(&copy),
-        );
-        assert_eq!(
-            std::fs::read(&copy).unwrap(),
-            std::fs::read(&bin).unwrap(),
-            "{attr}: GDAL's copy differs from the fragment's values"
-        );
+        gdal_reads_the_raster(&bin, (4, 3, 1), attr);
     }
     // Var-size attributes and dimensions have none.
     assert!(!raster.join("s/values.hdr").exists());

@@ -59,16 +59,6 @@ fn only_fragment(dir: &Path) -> String {
     names[0].clone()
 }
 
-fn first_fragment(expected: &serde_json::Value) -> String {
-    expected["fragments"][0]["fragment_dir"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 #[test]
 fn repo_fixtures_read_the_same_through_s3_cat_and_mount() {
     let Some(server) = S3Server::start() else {
@@ -630,13 +620,7 @@ fn mounting_and_listing_10000_fragments_costs_listings_only() {
             .arg(&mnt)
             .args(["--endpoint-url", &proxy.endpoint()]),
     );
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            force_unmount(self.0);
-        }
-    }
-    let _unmount = Unmount(&mnt);
+    let _unmount = UnmountOnDrop(&mnt);
     let listed: Vec<_> = std::fs::read_dir(mnt.join("fragments"))
         .unwrap()
         .map(|e| e.unwrap())
@@ -660,25 +644,6 @@ fn mounting_and_listing_10000_fragments_costs_listings_only() {
     // __commits/ and __fragments/ take 10 pages each, per open and per refresh.
     assert!(listings <= 100, "{listings} listings");
     println!("{N} fragments: {listings} listings, {} GETs", others.len());
-}
-
-/// Every file of `dir`, relative, sorted (folders walked).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for e in std::fs::read_dir(dir.join(&rel)).unwrap() {
-            let e = e.unwrap();
-            let path = rel.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Groups (nested, SOMA), enumerations, dimension labels, Zarr views and a Filo fragment
@@ -728,7 +693,7 @@ fn groups_zarr_and_filo_read_the_same_through_s3() {
         assert_eq!(files_under(a.path()), files, "{}", local.display());
         assert!(files.len() > 3);
         for f in &files {
-            let name = f.file_name().unwrap().to_string_lossy();
+            let name = f.rsplit('/').next().unwrap_or(f);
             if says_where.iter().any(|w| name.ends_with(w)) {
                 continue;
             }
@@ -737,13 +702,12 @@ fn groups_zarr_and_filo_read_the_same_through_s3() {
                 std::fs::read(b.path().join(f)),
             );
             match (x, y) {
-                (Ok(x), Ok(y)) => assert!(x == y, "{}: {}", local.display(), f.display()),
+                (Ok(x), Ok(y)) => assert!(x == y, "{}: {f}", local.display()),
                 (x, y) => assert_eq!(
                     x.map_err(|e| e.raw_os_error()),
                     y.map_err(|e| e.raw_os_error()),
-                    "{}: {}",
-                    local.display(),
-                    f.display()
+                    "{}: {f}",
+                    local.display()
                 ),
             }
         }

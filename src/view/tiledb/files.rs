@@ -11,37 +11,24 @@ use crate::view::nodes::Ino;
 use crate::view::{FileTree, Lifetime};
 
 use super::faces::{self, At, Face, FaceId, Table};
-use super::{json, zarr, ArrayTree, FieldOf, Folder, Node};
+use super::{json, zarr, ArrayTree, Folder, Node};
 
 impl ArrayTree {
-    /// The face of the field table that a node names, with where it is.
-    pub(super) fn field_face(
+    /// The face a node names in the table of its kind of folder, with where it is.
+    pub(super) fn face<P: Table<P> + 'static>(
         &self,
         ino: Ino,
-        of: FieldOf,
+        place: P,
         id: FaceId,
-    ) -> (At<'_, FieldOf>, &'static dyn Face<FieldOf>) {
-        let at = At {
-            tree: self,
-            ino,
-            place: of,
-        };
-        (at, FieldOf::face(id))
-    }
-
-    /// The face of the folder table that a node names, with where it is.
-    pub(super) fn folder_face(
-        &self,
-        ino: Ino,
-        folder: Folder,
-        id: FaceId,
-    ) -> (At<'_, Folder>, &'static dyn Face<Folder>) {
-        let at = At {
-            tree: self,
-            ino,
-            place: folder,
-        };
-        (at, Folder::face(id))
+    ) -> (At<'_, P>, &'static dyn Face<P>) {
+        (
+            At {
+                tree: self,
+                ino,
+                place,
+            },
+            P::face(id),
+        )
     }
 
     /// The size of a file whose size may not be known without rendering it: `None`, and
@@ -49,11 +36,11 @@ impl ArrayTree {
     pub(super) fn known_size(&self, ino: Ino, node: &Node) -> Result<Option<u64>> {
         match node {
             Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
+                let (at, face) = self.face(ino, *folder, *id);
                 face.known_size(&at)
             }
             Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
+                let (at, face) = self.face(ino, *of, *id);
                 face.known_size(&at)
             }
             other => self.file_size(ino, other).map(Some),
@@ -74,11 +61,11 @@ impl ArrayTree {
             | Node::LabelsDir
             | Node::Label(_) => 0,
             Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
+                let (at, face) = self.face(ino, *folder, *id);
                 face.size(&at)?
             }
             Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
+                let (at, face) = self.face(ino, *of, *id);
                 face.size(&at)?
             }
             Node::Zarr(w, z) => self.zarr_size(*w, z)?,
@@ -205,11 +192,11 @@ impl ArrayTree {
     ) -> Result<()> {
         match node {
             Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
+                let (at, face) = self.face(ino, *folder, *id);
                 face.read_into(&at, offset, len, out)
             }
             Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
+                let (at, face) = self.face(ino, *of, *id);
                 face.read_into(&at, offset, len, out)
             }
             Node::Zarr(w, z) => self.zarr_read_into(*w, z, offset, len, out),

@@ -642,11 +642,11 @@ impl FileTree for ArrayTree {
         }
         match &node {
             Node::FolderFile(folder, id) => {
-                let (at, face) = self.folder_face(ino, *folder, *id);
+                let (at, face) = self.face(ino, *folder, *id);
                 face.read_ahead(&at, offset, len)
             }
             Node::FieldFile(of, id) => {
-                let (at, face) = self.field_face(ino, *of, *id);
+                let (at, face) = self.face(ino, *of, *id);
                 face.read_ahead(&at, offset, len)
             }
             // Rendered whole on first read, or read through as they come.
