@@ -102,6 +102,8 @@ impl ArrayTree {
     pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Arc<ViewItem>> {
         let generation = match node {
             Node::EnumFile(of, _) => self.generation_of(of.folder),
+            // The array-level files change with a rescan. (A node that is not a rendered
+            // file must decide in the exhaustive match below, where it fails to render.)
             _ => self.generation(),
         };
         if *node == Node::ArrayJson {
