@@ -251,10 +251,68 @@ def decode_coord(raw, dt):
     return np.frombuffer(raw, np_of(dt))[0].item()
 
 
+def hilbert_value(coords, dims_meta):
+    """TileDB's Hilbert value of a cell (tiledb/sm/misc/hilbert.h, John Skilling's
+    transpose; each coordinate first mapped as Dimension::map_to_uint64 does:
+    numbers by (c - low) / (high - low) * (2^bits - 1) in doubles, strings by their
+    first 8 bytes, as signed chars, shifted down to `bits`)."""
+    n = len(dims_meta)
+    bits = 63 // n
+    top = (1 << bits) - 1
+    mask = (1 << 64) - 1
+    x = []
+    for c, d in zip(coords, dims_meta):
+        if d["domain"] is None:
+            b = c.encode() if isinstance(c, str) else bytes(c)
+            v = 0
+            for i in range(8):
+                v = (v << 8) & mask
+                if i < len(b):
+                    v |= (b[i] - 256 if b[i] > 127 else b[i]) & mask
+            x.append(v >> (64 - bits))
+        else:
+            lo, hi = (float(v) for v in d["domain"])
+            x.append(int((float(c) - lo) / (hi - lo) * float(top)))
+    # axes_to_transpose
+    q = 1 << (bits - 1)
+    while q > 1:
+        p = q - 1
+        if x[0] & q:
+            x[0] ^= p
+        for i in range(1, n):
+            if x[i] & q:
+                x[0] ^= p
+            else:
+                t = (x[0] ^ x[i]) & p
+                x[0] ^= t
+                x[i] ^= t
+        q >>= 1
+    for i in range(1, n):
+        x[i] ^= x[i - 1]
+    t = x[n - 1]
+    i = 1
+    while i < bits:
+        x[n - 1] ^= x[n - 1] >> i
+        i <<= 1
+    t ^= x[n - 1]
+    for i in range(n - 2, -1, -1):
+        x[i] ^= t
+    h, hbit = 0, 1
+    for j in range(bits):
+        for i in range(n - 1, -1, -1):
+            if x[i] & (1 << j):
+                h |= hbit
+            hbit <<= 1
+    return h
+
+
 def global_key(coords, dims_meta, tile_order, cell_order):
     """Global-order sort key for one cell (only used to merge per-timestamp
     reads of a consolidated fragment; the result is checked against the raw
-    coordinate files)."""
+    coordinate files). The Hilbert order has no tiles: the Hilbert value, then
+    the coordinates in row-major order."""
+    if cell_order == "hilbert":
+        return ((hilbert_value(coords, dims_meta),), tuple(coords))
     tiles = []
     for c, d in zip(coords, dims_meta):
         if d["domain"] is None:

@@ -28,8 +28,7 @@ fn check_all(arrays: &[(std::path::PathBuf, serde_json::Value)]) -> (usize, Vec<
 
 #[test]
 fn fixtures_read_merged_as_tiledb_reads_them() {
-    let mut arrays = merged_files(&fixtures());
-    arrays.extend(merged_files(&features()));
+    let (_, arrays) = fixture_files();
     assert!(arrays.len() >= 30, "{} merged.json files", arrays.len());
     let (reads, failures) = check_all(&arrays);
     println!("{} arrays, {reads} reads", arrays.len());

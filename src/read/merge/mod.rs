@@ -9,6 +9,7 @@
 //! a read's cells are decoded.
 
 pub mod dense;
+pub mod hilbert;
 pub mod order;
 pub mod sparse;
 
@@ -145,7 +146,7 @@ impl MergedField {
 
 enum Shape {
     Dense(dense::DenseLayout),
-    Sparse(sparse::SparseMerge),
+    Sparse(Box<sparse::SparseMerge>),
 }
 
 /// The array at one timestamp.
@@ -240,13 +241,13 @@ impl Merged {
                     .map_err(|r| Error::corrupt(place(), r))?,
             )
         } else {
-            Shape::Sparse(sparse::SparseMerge::new(
+            Shape::Sparse(Box::new(sparse::SparseMerge::new(
                 &schema,
                 &sources,
                 t,
                 array,
                 engine.clone(),
-            )?)
+            )?))
         };
         let var_index = fields.iter().map(|_| Lazy::default()).collect();
         Ok(Merged {

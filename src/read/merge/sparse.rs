@@ -712,9 +712,11 @@ mod tests {
     use crate::array::OpenOptions;
     use crate::storage::LocalStore;
 
+    /// The merge of the fixture `name` (a folder under tests/fixtures) at `at`, with a
+    /// checkpoint every `every` output cells.
     fn open(name: &str, at: Option<u64>, every: u64) -> Merged {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/features")
+            .join("tests/fixtures")
             .join(name);
         let store = Arc::new(LocalStore::open(&path).unwrap());
         let array = Array::open(store, OpenOptions::default()).unwrap();
@@ -741,11 +743,15 @@ mod tests {
     #[test]
     fn streaming_reads_build_the_index_the_counting_pass_builds() {
         let cases = [
-            ("merge_sparse_overlap", None),
-            ("merge_sparse_dups", None),
-            ("merge_deletes_consolidated", None),
-            ("merge_consolidated_partial", Some(2)),
-            ("merge_consolidated_partial", None),
+            ("features/merge_sparse_overlap", None),
+            ("features/merge_sparse_dups", None),
+            ("features/merge_deletes_consolidated", None),
+            ("features/merge_consolidated_partial", Some(2)),
+            ("features/merge_consolidated_partial", None),
+            // The Hilbert order: numeric heads, and string dimensions compared keyed.
+            ("hilbert/pointcloud_versions", None),
+            ("hilbert/hilbert_ints", Some(4)),
+            ("hilbert/hilbert_strings", None),
         ];
         for (name, at) in cases {
             for every in [1, 2, 3] {
