@@ -7,8 +7,8 @@
 #
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
-#   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,ttfb,
-#                   zarr,squash,s3,decode (default: all)
+#   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
+#                   pointcloud,ttfb,zarr,squash,s3,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,ttfb,zarr,squash,s3,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,squash,s3,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -134,6 +134,7 @@ make_array many "$BENCH/many"
 make_array overlap "$BENCH/overlap"
 make_array sparse "$BENCH/sparse"
 make_array grid "$BENCH/grid"
+make_array pointcloud "$BENCH/pointcloud"
 
 # --- decode throughput (cargo bench); run.py reads the figures from decode.txt
 if [[ ",$only," == *,decode,* ]]; then

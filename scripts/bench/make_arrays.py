@@ -5,6 +5,7 @@
     python make_arrays.py overlap <uri>   # 64M cells, 2 attributes, 8 overlapping fragments
     python make_arrays.py sparse  <uri>   # 16M cells in 8 fragments, overlapping, a delete
     python make_arrays.py grid    <uri>   # 8192 x 8192 float64 ZSTD, 1024 x 1024 tiles
+    python make_arrays.py pointcloud <uri> # 16M LiDAR points, HILBERT order, 8 fragments
 
 The big array is dense and 1-D, with 1,048,576-cell tiles, written as 8 fragments of
 8M cells (8 space tiles each):
@@ -19,6 +20,11 @@ overlap from the newer fragment). The sparse array has 8 fragments of 2M random
 coordinates in [0, 8M) (so fragments overlap and rewrite coordinates), one float64 ZSTD
 attribute, and a delete of the cells with v < -0.9. The grid array is the `walk` data
 reshaped 8192 x 8192, in 8 fragments of 1024 rows: the dense 2-D array of the Zarr bench.
+The pointcloud array is a LiDAR survey as PDAL's TileDB writer stores it: X, Y, Z FLOAT64
+dimensions without tile extents, the HILBERT cell order, Intensity UINT16,
+Classification UINT8 and GpsTime FLOAT64 (ZSTD); 8 fragments of 2M points over
+overlapping strips, each also rewriting 10% of the previous one's points (same
+coordinates, new values; no duplicates, so the newer version wins).
 
 The data is seeded, so every run writes the same values (fragment names differ). The
 caller (bench.sh) writes to a temporary name and renames it when this succeeds, so a
@@ -151,6 +157,47 @@ def grid(uri: str) -> None:
         print(f"  fragment {f + 1}/{FRAGMENTS} written", flush=True)
 
 
+POINTS = 2 * 1024 * 1024
+
+
+def pointcloud(uri: str) -> None:
+    zstd = [tiledb.ZstdFilter()]
+    dims = [tiledb.Dim(name=n, domain=(-10000.0, 10000.0), dtype=np.float64, filters=zstd)
+            for n in "XYZ"]
+    schema = tiledb.ArraySchema(
+        domain=tiledb.Domain(*dims),
+        sparse=True,
+        cell_order="hilbert",
+        capacity=100_000,
+        allows_duplicates=False,
+        attrs=[tiledb.Attr(name="Intensity", dtype=np.uint16, filters=zstd),
+               tiledb.Attr(name="Classification", dtype=np.uint8, filters=zstd),
+               tiledb.Attr(name="GpsTime", dtype=np.float64, filters=zstd)],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(11)
+    previous = None
+    for f in range(FRAGMENTS):
+        # A strip 2,000 m wide every 1,500 m: neighbouring strips overlap.
+        xyz = np.empty((POINTS, 3))
+        xyz[:, 0] = rng.uniform(-8000 + 1500 * f, -6000 + 1500 * f, POINTS)
+        xyz[:, 1] = rng.uniform(-9000, 9000, POINTS)
+        xyz[:, 2] = rng.normal(200, 30, POINTS)
+        xyz = np.round(xyz, 2)
+        if previous is not None:
+            xyz[: POINTS // 10] = previous[rng.choice(POINTS, POINTS // 10, replace=False)]
+        xyz = np.unique(xyz, axis=0)
+        n = len(xyz)
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[xyz[:, 0], xyz[:, 1], xyz[:, 2]] = {
+                "Intensity": rng.integers(0, 65536, n).astype(np.uint16),
+                "Classification": rng.choice(np.array([1, 2, 3, 5, 6, 9], dtype=np.uint8), n),
+                "GpsTime": np.round(rng.uniform(3e8, 3.1e8, n), 6),
+            }
+        previous = xyz
+        print(f"  fragment {f + 1}/{FRAGMENTS} written ({n:,} points)", flush=True)
+
+
 def many(uri: str) -> None:
     n = SMALL_FRAGMENTS * SMALL_CELLS
     dom = tiledb.Domain(
@@ -173,7 +220,8 @@ def many(uri: str) -> None:
 
 
 def main() -> None:
-    kinds = {"big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid}
+    kinds = {"big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid,
+             "pointcloud": pointcloud}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     kinds[sys.argv[1]](sys.argv[2])

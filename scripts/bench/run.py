@@ -39,6 +39,7 @@ BIG = BENCH / "big"
 MANY = BENCH / "many"
 OVERLAP = BENCH / "overlap"
 SPARSE = BENCH / "sparse"
+POINTCLOUD = BENCH / "pointcloud"
 GRID = BENCH / "grid"
 GRID_ZARR = BENCH / "grid.zarr"
 SQUASH = BENCH / "squash"
@@ -52,8 +53,8 @@ RSS_CACHE_MIB = 64
 RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
-SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "ttfb", "zarr",
-            "squash", "s3", "decode"]
+SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
+            "zarr", "squash", "s3", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -677,6 +678,35 @@ def sparse(rep: Report, repeat: int) -> None:
             t / f, target=("≥ 1.00", lambda r: r >= 1.0))
 
 
+POINT_FIELDS = ["X", "Y", "Z", "Intensity", "Classification", "GpsTime"]
+
+
+def pointcloud(rep: Report, repeat: int) -> None:
+    """The merged view of a point cloud in the HILBERT order (8 fragments of 2M points,
+    overlapping, 10% rewritten): `cat` of latest/<field>/values.bin of every dimension
+    and attribute, one fresh mount, vs TileDB-Py reading every field of every cell in
+    global order, both cold; a CRC per field checks they give the same bytes."""
+    paths = [MNT / "latest" / f / "values.bin" for f in POINT_FIELDS]
+    f_runs, t_runs, checked = [], [], False
+    for _ in range(repeat):
+        f_runs.append(cat_fresh(POINTCLOUD, paths))
+        settle()
+        got = tdb("fields", str(POINTCLOUD), ",".join(POINT_FIELDS))
+        t_runs.append(got["seconds"])
+        if not checked:
+            with fragfs_foreground(POINTCLOUD):
+                for name, path in zip(POINT_FIELDS, paths):
+                    if zlib.crc32(path.read_bytes()) != got["crc32"][name]:
+                        raise RuntimeError(f"pointcloud: fragfs and TileDB-Py read different {name}")
+            checked = True
+    nbytes = got["bytes"]
+    f, t = median(f_runs), median(t_runs)
+    rep.details["pointcloud"] = {"bytes": nbytes, "fragfs": f_runs, "tiledb": t_runs}
+    rep.row(f"pointcloud: cat latest/* ({nbytes // 35:,} points of 8 HILBERT fragments) "
+            "vs TileDB-Py global order", rate(nbytes, f), f"TileDB-Py {rate(nbytes, t)}",
+            t / f, target=("≥ 1.00", lambda r: r >= 1.0))
+
+
 def ttfb(rep: Report, repeat: int) -> None:
     """Time to the first byte of at/<T>/v/values.bin of the 10,000-fragment array (T in
     the middle: 5,000 fragments visible), the array mounted and nothing read yet, cold,
@@ -1084,7 +1114,8 @@ def main() -> None:
                 seq(rep, args.repeat, args.decode_output)
             else:
                 {"random": random_reads, "rss": rss, "many": many, "listing": listing,
-                 "merged": merged, "sparse": sparse, "ttfb": ttfb, "zarr": zarr_section,
+                 "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
+                 "zarr": zarr_section,
                  "squash": squash, "s3": s3}[name](rep, args.repeat)
     finally:
         unmount()

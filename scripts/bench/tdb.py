@@ -8,6 +8,9 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
     python tdb.py open   <uri>                 # seconds of tiledb.open
     python tdb.py sparse <uri> <attr>          # seconds to open + read every cell of a
                                                # sparse array in global order
+    python tdb.py fields <uri> <f1,f2,..>     # seconds to open + read the fields (dimensions
+                                               # and attributes) of every cell in global
+                                               # order; CRC-32 per field
     python tdb.py first  <uri> <attr> <T>      # seconds to open at timestamp T and read
                                                # the first cell (time to first byte)
     python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
@@ -100,6 +103,18 @@ def sparse_all(uri: str, attr: str) -> dict:
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
 
 
+def fields_all(uri: str, names: list) -> dict:
+    drop_caches()
+    t0 = time.perf_counter()
+    with tiledb.open(uri, ctx=ctx()) as a:
+        dims = [n for n in names if a.schema.domain.has_dim(n)]
+        attrs = [n for n in names if n not in dims]
+        result = a.query(attrs=attrs, dims=dims, order="G")[:]
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "bytes": int(sum(result[n].nbytes for n in names)),
+            "crc32": {n: zlib.crc32(result[n]) for n in names}}
+
+
 def first(uri: str, attr: str, at: int) -> dict:
     drop_caches()
     t0 = time.perf_counter()
@@ -147,6 +162,8 @@ def main() -> None:
         out = open_time(args[1])
     elif args[:1] == ["sparse"] and len(args) == 3:
         out = sparse_all(args[1], args[2])
+    elif args[:1] == ["fields"] and len(args) == 3:
+        out = fields_all(args[1], args[2].split(","))
     elif args[:1] == ["first"] and len(args) == 4:
         out = first(args[1], args[2], int(args[3]))
     elif args[:1] == ["zarr"] and len(args) == 2:
