@@ -72,15 +72,25 @@ pub struct MountConfig {
 /// file readable until it is closed.
 struct Handle {
     ino: Ino,
+    /// The size `open` saw (`u64::MAX` for a text file not sized yet): what read-ahead
+    /// stops at, so a read needs no `stat` of its own.
+    size: u64,
     stream: Stream,
     _keep: Option<OpenGuard>,
 }
+
+/// A folder's entries as `opendir` listed them (`.` and `..` first): every `readdir` of
+/// that handle pages through this one listing, so a long listing costs one `list`
+/// rather than one per kernel request (quadratic), and a rescan between two requests
+/// cannot shift the offsets (an entry skipped or seen twice).
+type Listing = Arc<Vec<(String, Ino, Kind)>>;
 
 pub struct FragFs {
     view: Arc<dyn FileTree>,
     exit_on_unmount: bool,
     ahead: Prefetcher,
     handles: Mutex<HashMap<u64, Handle>>,
+    listings: Mutex<HashMap<u64, Listing>>,
     next_handle: AtomicU64,
     uid: u32,
     gid: u32,
@@ -98,6 +108,7 @@ impl FragFs {
             exit_on_unmount: cfg.exit_on_unmount,
             view,
             handles: Mutex::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             // SAFETY: getuid/getgid cannot fail and touch no memory of ours.
             uid: unsafe { libc::getuid() },
@@ -142,14 +153,28 @@ impl FragFs {
         self.handles.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn listings(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Listing>> {
+        self.listings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The listing of directory handle `fh`; a handle this adapter did not hand out
+    /// (none should reach here) gets a fresh listing.
+    fn listing(&self, ino: INodeNo, fh: FileHandle) -> Result<Listing, Errno> {
+        if let Some(listing) = self.listings().get(&fh.0) {
+            return Ok(listing.clone());
+        }
+        Ok(Arc::new(self.entries(ino)?))
+    }
+
     /// Follows each open file's stream of reads; a sequential one gets its next bytes
     /// prepared ahead.
-    fn read_ahead(&self, fh: u64, offset: u64, len: u64, size: u64) {
+    fn read_ahead(&self, fh: u64, offset: u64, len: u64) {
         let hint = {
             let mut handles = self.handles();
             let Some(h) = handles.get_mut(&fh) else {
                 return;
             };
+            let size = h.size;
             h.stream.read(offset, len, size).map(|ahead| (h.ino, ahead))
         };
         if let Some((ino, (from, len))) = hint {
@@ -286,6 +311,8 @@ impl Filesystem for FragFs {
             let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
             let handle = Handle {
                 ino,
+                // (`stat` never renders: a text file not sized yet counts as endless.)
+                size: if stat.exact_size { stat.size } else { u64::MAX },
                 stream: Stream::default(),
                 _keep: keep,
             };
@@ -321,11 +348,7 @@ impl Filesystem for FragFs {
     ) {
         let ino = ino.0;
         // Read-ahead is asked for first, so the disk works while this read decodes.
-        // (`stat` never renders: a text file not sized yet counts as endless.)
-        if let Ok(stat) = self.view.stat(ino) {
-            let file_size = if stat.exact_size { stat.size } else { u64::MAX };
-            self.read_ahead(fh.0, offset, u64::from(size), file_size);
-        }
+        self.read_ahead(fh.0, offset, u64::from(size));
         REPLY.with_borrow_mut(|buf| {
             buf.clear();
             match self.view.read_into(ino, offset, u64::from(size), buf) {
@@ -375,24 +398,43 @@ impl Filesystem for FragFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.node_attr(ino.0) {
-            Ok((attr, _)) if attr.kind == FileType::Directory => {
-                reply.opened(FileHandle(0), dir_cache_flags(self.view.lifetime(ino.0)))
+        let result = (|| {
+            let (attr, _) = self.node_attr(ino.0)?;
+            if attr.kind != FileType::Directory {
+                return Err(Errno::ENOTDIR);
             }
-            Ok(_) => reply.error(Errno::ENOTDIR),
+            let listing = Arc::new(self.entries(ino)?);
+            let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            self.listings().insert(fh, listing);
+            Ok(fh)
+        })();
+        match result {
+            Ok(fh) => reply.opened(FileHandle(fh), dir_cache_flags(self.view.lifetime(ino.0))),
             Err(e) => reply.error(e),
         }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.listings().remove(&fh.0);
+        reply.ok();
     }
 
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match self.entries(ino) {
+        let entries = match self.listing(ino, fh) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
@@ -412,11 +454,11 @@ impl Filesystem for FragFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let entries = match self.entries(ino) {
+        let entries = match self.listing(ino, fh) {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };

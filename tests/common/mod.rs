@@ -887,3 +887,34 @@ pub fn tool_available(bin: &str, what: &str) -> bool {
     skip(&reason);
     false
 }
+
+/// Makes `dir` an array of `n` fragments fast, the way a long-lived array gets them: the
+/// schema of the fixture `sample` and its first fragment's files, hard-linked into `n`
+/// fragment folders named for timestamps `first..first + n` (each with its commit file).
+/// `fragfs` reads every one as the fixture's fragment.
+pub fn many_fragments(dir: &Path, n: u64, first: u64) {
+    let (array, _) = fixture("sample");
+    std::fs::create_dir_all(dir.join("__fragments")).unwrap();
+    std::fs::create_dir_all(dir.join("__commits")).unwrap();
+    if !dir.join("__schema").exists() {
+        copy_dir(&array.join("__schema"), &dir.join("__schema"));
+    }
+    let mut fragments: Vec<PathBuf> = std::fs::read_dir(array.join("__fragments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    fragments.sort();
+    let files: Vec<PathBuf> = std::fs::read_dir(&fragments[0])
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    for t in first..first + n {
+        let name = format!("__{t}_{t}_{t:032x}_22");
+        let frag = dir.join("__fragments").join(&name);
+        std::fs::create_dir(&frag).unwrap();
+        for f in &files {
+            std::fs::hard_link(f, frag.join(f.file_name().unwrap())).unwrap();
+        }
+        std::fs::write(dir.join("__commits").join(format!("{name}.wrt")), b"").unwrap();
+    }
+}

@@ -1,0 +1,125 @@
+//! Arrays with many fragments through a real mount: a folder is listed once per
+//! `opendir`, however many requests the kernel makes to page through it (a listing per
+//! request made `ls` of 100,000 fragments quadratic), and a rescan between two requests
+//! shifts nothing: every entry is seen exactly once.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::mounting::*;
+use common::*;
+use fragfs::view::{ArrayTree, FileTree, Info, Ino, Lifetime, OpenGuard, Stat};
+
+/// A tree that counts the listings asked of it, per folder.
+struct Counting {
+    tree: Arc<ArrayTree>,
+    lists: std::sync::Mutex<BTreeMap<Ino, u64>>,
+    total: AtomicU64,
+}
+
+impl FileTree for Counting {
+    fn list(&self, dir: Ino) -> fragfs::Result<Vec<fragfs::view::Entry>> {
+        *self.lists.lock().unwrap().entry(dir).or_default() += 1;
+        self.total.fetch_add(1, Ordering::Relaxed);
+        self.tree.list(dir)
+    }
+    fn lookup(&self, parent: Ino, name: &str) -> fragfs::Result<fragfs::view::Entry> {
+        self.tree.lookup(parent, name)
+    }
+    fn stat(&self, ino: Ino) -> fragfs::Result<Stat> {
+        self.tree.stat(ino)
+    }
+    fn size(&self, ino: Ino) -> fragfs::Result<u64> {
+        self.tree.size(ino)
+    }
+    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> fragfs::Result<()> {
+        self.tree.read_into(ino, offset, len, out)
+    }
+    fn parent(&self, ino: Ino) -> fragfs::Result<Ino> {
+        self.tree.parent(ino)
+    }
+    fn lifetime(&self, ino: Ino) -> Lifetime {
+        self.tree.lifetime(ino)
+    }
+    fn generation(&self) -> u64 {
+        self.tree.generation()
+    }
+    fn source(&self) -> String {
+        self.tree.source()
+    }
+    fn entry_count(&self) -> u64 {
+        self.tree.entry_count()
+    }
+    fn info(&self) -> fragfs::Result<Info> {
+        self.tree.info()
+    }
+    fn open(&self, ino: Ino) -> fragfs::Result<Option<OpenGuard>> {
+        self.tree.open(ino)
+    }
+}
+
+#[test]
+fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
+    if !fuse_available("readdir of many fragments") {
+        return;
+    }
+    const N: u64 = 5_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("many");
+    many_fragments(&array, N, 1_000);
+    // No rescan by itself: the test makes the one it needs, between two requests.
+    let tree = Arc::new(
+        ArrayTree::open_path(&array, Default::default(), 16 << 20)
+            .unwrap()
+            .with_refresh_interval(std::time::Duration::MAX),
+    );
+    let fragments_ino = tree.resolve("fragments").unwrap();
+    let counting = Arc::new(Counting {
+        tree: tree.clone(),
+        lists: Default::default(),
+        total: AtomicU64::new(0),
+    });
+    let mount = TreeMount::new(counting.clone());
+    let dir = mount.path().join("fragments");
+
+    let mut listing = std::fs::read_dir(&dir).unwrap();
+    let mut seen: Vec<String> = listing
+        .by_ref()
+        .take(50)
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // A fragment that sorts first appears, and the tree rescans, while the listing is
+    // half read: its next requests ask for offsets past what the kernel already has.
+    many_fragments(&array, 1, 5);
+    assert!(tree.refresh().unwrap(), "the rescan saw the new fragment");
+    seen.extend(listing.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()));
+
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+    for name in &seen {
+        *counts.entry(name).or_default() += 1;
+    }
+    let twice: Vec<_> = counts.iter().filter(|(_, &c)| c > 1).collect();
+    assert!(twice.is_empty(), "seen more than once: {twice:?}");
+    for t in 1_000..1_000 + N {
+        let name = format!("__{t}_{t}_{t:032x}_22");
+        assert!(counts.contains_key(name.as_str()), "{name} never seen");
+    }
+    assert!(seen.len() as u64 >= N);
+    // Paging through 5,000 entries took the kernel many requests; the tree listed the
+    // folder once for them.
+    let lists = counting.lists.lock().unwrap().get(&fragments_ino).copied();
+    assert_eq!(lists, Some(1), "listings of fragments/ for one opendir");
+
+    // A new opendir lists again, and sees the new fragment.
+    let again: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(again.len() as u64, N + 1);
+    assert!(again.contains(&format!("__5_5_{:032x}_22", 5)));
+    let lists = counting.lists.lock().unwrap().get(&fragments_ino).copied();
+    assert_eq!(lists, Some(2));
+}
