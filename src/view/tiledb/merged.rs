@@ -18,27 +18,12 @@ use crate::view::{names, value};
 pub(super) type When = Option<u64>;
 
 impl ArrayTree {
-    /// The array at `w`, merged once per rescan generation.
+    /// The array at `w`, merged once per rescan generation (see [`super::states`]).
     pub(super) fn merged(&self, w: When) -> Result<Arc<Merged>> {
         let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
-        if let Some((g, m)) = self.lock_states().get(&w) {
-            if *g == generation {
-                return Ok(m.clone());
-            }
-        }
-        let merged = Arc::new(Merged::open(self.caches.engine.clone(), &self.array(), w)?);
-        let mut states = self.lock_states();
-        // A few states are kept: each is small (its indexes grow by 8 bytes per 4096
-        // cells); the oldest go when many were opened.
-        if states.len() >= 64 {
-            states.clear();
-        }
-        states.insert(w, (generation, merged.clone()));
-        Ok(merged)
-    }
-
-    fn lock_states(&self) -> std::sync::MutexGuard<'_, super::MergedStates> {
-        self.states.lock().unwrap_or_else(|e| e.into_inner())
+        self.states.get(&w, generation, || {
+            Merged::open(self.caches.engine.clone(), &self.array(), w)
+        })
     }
 
     /// The timestamps at which the array changed: every fragment's end, the start of

@@ -19,6 +19,7 @@ mod merged;
 mod pinning;
 mod readahead;
 mod rescan;
+mod states;
 mod textfiles;
 mod zarr;
 
@@ -169,7 +170,7 @@ impl Node {
 }
 
 /// The merged states opened, each with the rescan generation it was merged at.
-type MergedStates = HashMap<When, (u64, Arc<crate::read::merge::Merged>)>;
+type MergedStates = states::States<When, crate::read::merge::Merged>;
 
 pub struct ArrayTree {
     /// The array as last scanned; replaced whole by a rescan that finds changes.
@@ -194,7 +195,7 @@ pub struct ArrayTree {
     /// The dimension labels' trees opened so far.
     labels: Subtrees<usize>,
     /// The merged states opened, with the rescan generation they were merged at.
-    states: Mutex<MergedStates>,
+    states: MergedStates,
     zarr_stores: zarr::ZarrStores,
 }
 
@@ -220,7 +221,7 @@ impl ArrayTree {
             indexing: Mutex::new(()),
             text_sizes: Mutex::new(HashMap::new()),
             labels: Subtrees::default(),
-            states: Mutex::new(HashMap::new()),
+            states: MergedStates::default(),
             zarr_stores: zarr::ZarrStores::new(),
         }
     }
