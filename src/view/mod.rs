@@ -7,6 +7,7 @@ pub mod cache;
 pub mod filo;
 pub mod group;
 pub mod info;
+pub mod locks;
 pub mod names;
 pub mod nodes;
 pub mod npy;

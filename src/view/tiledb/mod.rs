@@ -188,8 +188,9 @@ pub struct ArrayTree {
     pinned: pinning::Pinned,
     /// How old the fragment list may get ([`REFRESH_INTERVAL`] unless set).
     refresh_interval: Duration,
-    /// Held while a text file's index grows (one at a time).
-    indexing: Mutex<()>,
+    /// Held while a text file's index grows: one thread per file (others reading the
+    /// same file then find it grown), other files unhindered.
+    indexing: crate::view::locks::KeyedLocks<Ino>,
     /// Text files' sizes once learned, by file and generation (see `known_text_size`).
     text_sizes: Mutex<HashMap<(Ino, u64), u64>>,
     /// The dimension labels' trees opened so far.
@@ -218,7 +219,7 @@ impl ArrayTree {
             owner: Caches::new_owner(),
             pinned: Arc::default(),
             refresh_interval: REFRESH_INTERVAL,
-            indexing: Mutex::new(()),
+            indexing: Default::default(),
             text_sizes: Mutex::new(HashMap::new()),
             labels: Subtrees::default(),
             states: MergedStates::default(),
