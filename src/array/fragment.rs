@@ -181,32 +181,32 @@ impl Fragment {
             .get_or_load(|| FragmentMeta::load(self, schemas).map(Arc::new))
     }
 
-    /// Loads the metadata of many fragments at once, on several threads: each load is a
+    /// Loads the metadata of many fragments at once, on the loader threads: each load is a
     /// few small reads that mostly wait on the disk (or on a server), so a time-travel
     /// view over thousands of fragments would otherwise queue those waits one by one.
     /// On a local disk a few fragments load faster in turn than threads start; on a
     /// remote store two already gain a round trip. Errors are left for
     /// [`Fragment::meta`] to report, in the caller's order.
     pub fn preload_metas(fragments: &[&Arc<Fragment>], schemas: &[SchemaFile]) {
-        /// Loads in flight: enough to keep a disk's (or a connection pool's) queue full.
-        const THREADS: usize = 16;
-        let todo: Vec<&Arc<Fragment>> = fragments
+        let todo: Vec<Arc<Fragment>> = fragments
             .iter()
-            .copied()
             .filter(|f| !f.meta_loaded())
+            .map(|f| Arc::clone(f))
             .collect();
         let remote = todo.first().is_some_and(|f| f.store.is_remote());
-        if todo.len() < if remote { 2 } else { 2 * THREADS } {
+        if todo.len()
+            < if remote {
+                2
+            } else {
+                2 * super::loaders::THREADS
+            }
+        {
             return;
         }
-        let next = AtomicU64::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..THREADS.min(todo.len()) {
-                scope.spawn(|| {
-                    while let Some(f) = todo.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
-                        let _ = f.meta(schemas);
-                    }
-                });
+        let schemas = schemas.to_vec();
+        super::loaders::for_each(todo.len(), move |i| {
+            if let Some(f) = todo.get(i) {
+                let _ = f.meta(&schemas);
             }
         });
     }

@@ -8,6 +8,7 @@ pub mod generic_tile;
 pub mod group;
 pub mod layout;
 pub mod liveness;
+pub mod loaders;
 pub mod metadata;
 
 use std::collections::HashMap;
