@@ -106,6 +106,16 @@ impl FieldReader<'_> {
                 .tile(cell / self.meta.cells_per_tile.max(1))
                 .detail(format!("field {}, cell {cell}", field.name))
         };
+        // Byte positions of cells: counts come from the metadata, so a product that does
+        // not fit 64 bits is bad data (not a wrapped offset, nor a panic).
+        let at = |cell: u64, size: u64| -> Result<u64> {
+            cell.checked_mul(size).ok_or_else(|| {
+                Error::corrupt(
+                    place(cell),
+                    format!("cell {cell} of {size} bytes is past any file"),
+                )
+            })
+        };
         let validity = if field.nullable {
             Some(self.read(RawFile::Validity, first, n)?)
         } else {
@@ -113,13 +123,13 @@ impl FieldReader<'_> {
         };
         let (values, bounds, cell_size) = if field.is_var() {
             let mut bounds: Vec<u64> = self
-                .read(RawFile::Offsets, first * 8, n * 8)?
+                .read(RawFile::Offsets, at(first, 8)?, at(n, 8)?)?
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                 .collect();
             let size = self.size(RawFile::Values)?;
             let end = if first + n < total {
-                let next = self.read(RawFile::Offsets, (first + n) * 8, 8)?;
+                let next = self.read(RawFile::Offsets, at(first + n, 8)?, 8)?;
                 u64::from_le_bytes(next.try_into().unwrap_or([0; 8]))
             } else {
                 size
@@ -144,7 +154,7 @@ impl FieldReader<'_> {
         } else {
             let size = field.cell_size().max(1);
             (
-                self.read(RawFile::Values, first * size, n * size)?,
+                self.read(RawFile::Values, at(first, size)?, at(n, size)?)?,
                 None,
                 size as usize,
             )

@@ -770,12 +770,28 @@ impl Store for S3Store {
             r.out.reserve(r.len as usize);
             let (mut pos, end) = (r.offset, r.offset + r.len);
             for (start, bytes) in parts {
+                // Pieces in order, each from at most where the last one ended: a gap
+                // leaves the range short, which is reported below.
+                if start > pos || pos >= end {
+                    break;
+                }
                 let from = (pos - start) as usize;
                 let to = ((end.min(start + bytes.len() as u64)) - start) as usize;
                 if let Some(part) = bytes.get(from..to) {
                     r.out.extend_from_slice(part);
                     pos = start + to as u64;
                 }
+            }
+            // The server (or a cached object) gave fewer bytes than the range: an error
+            // that names them, never a short buffer the caller would decode.
+            if pos != end {
+                return Err(Error::corrupt(
+                    Place::file(key),
+                    format!(
+                        "bytes {}..{end} were asked, only {}..{pos} came back",
+                        r.offset, r.offset
+                    ),
+                ));
             }
         }
         // A sequential reader's next bytes, fetched ahead.

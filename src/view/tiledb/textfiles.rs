@@ -137,7 +137,12 @@ impl ArrayTree {
                 ));
             }
             let to = end.min(stop);
-            out.extend_from_slice(&bytes[(pos - start) as usize..(to - start) as usize]);
+            // Within the block (its length was checked against the index just above).
+            out.extend_from_slice(
+                bytes
+                    .get((pos - start) as usize..(to - start) as usize)
+                    .unwrap_or_default(),
+            );
             pos = to;
         }
         Ok(())
