@@ -183,3 +183,35 @@ impl FieldReader<'_> {
         Ok(cells)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::array::{Array, OpenOptions};
+    use crate::read::ReadEngine;
+    use crate::storage::LocalStore;
+
+    /// A cell number whose byte position does not fit 64 bits (as a corrupt cell count
+    /// in the metadata makes them) is an error or no cells, never an overflow: fixed,
+    /// var-size and nullable fields alike.
+    #[test]
+    fn cell_positions_past_64_bits_are_errors_not_overflows() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tiledb/sparse_var_nullable");
+        let store = Arc::new(LocalStore::open(&path).unwrap());
+        let array = Array::open(store, OpenOptions::default()).unwrap();
+        let engine = ReadEngine::new(16 << 20);
+        let fragment = &array.fragments[0];
+        let meta = fragment.meta(&array.schemas).unwrap();
+        assert!(meta.fields.iter().any(|f| f.is_var()));
+        for i in 0..meta.fields.len() {
+            let reader = engine.field(fragment, &meta, i).unwrap();
+            for first in [u64::MAX / 2, u64::MAX - 1, u64::MAX] {
+                if let Ok(cells) = reader.cells(first, 4) {
+                    assert!(cells.is_empty(), "field {i}: cells past the end");
+                }
+            }
+        }
+    }
+}
