@@ -123,3 +123,63 @@ fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
     let lists = counting.lists.lock().unwrap().get(&fragments_ino).copied();
     assert_eq!(lists, Some(2));
 }
+
+/// A daemon whose descriptor limit is 128 serves files of 300 fragments held open at
+/// once (each open pins every file of its fragment, which took one descriptor per file
+/// and ran out at a few dozen fragments): no EMFILE, every byte right.
+#[test]
+fn files_open_in_many_fragments_stay_within_the_descriptor_limit() {
+    if !fuse_available("descriptor limit") {
+        return;
+    }
+    const N: u64 = 300;
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("many");
+    many_fragments(&array, N, 1);
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let log = tmp.path().join("fragfs.log");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 128 && exec "$0" mount "$1" "$2" --log-file "$3""#)
+        .arg(env!("CARGO_BIN_EXE_fragfs"))
+        .arg(&array)
+        .arg(&mnt)
+        .arg(&log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _unmount = UnmountOnDrop(&mnt);
+    assert!(is_mounted(&mnt));
+
+    let fragments = mnt.join("fragments");
+    let mut names: Vec<String> = std::fs::read_dir(&fragments)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len() as u64, N);
+    // Every fragment is a copy of one: the same field, the same bytes.
+    let field = std::fs::read_dir(fragments.join(&names[0]))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("values.bin").exists())
+        .unwrap();
+    let field = field.file_name().unwrap().to_owned();
+    let want = std::fs::read(fragments.join(&names[0]).join(&field).join("values.bin")).unwrap();
+    assert!(!want.is_empty());
+    let open: Vec<std::fs::File> = names
+        .iter()
+        .map(|n| {
+            std::fs::File::open(fragments.join(n).join(&field).join("values.bin"))
+                .unwrap_or_else(|e| panic!("{n}: {e}"))
+        })
+        .collect();
+    for (mut f, n) in open.into_iter().zip(&names) {
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut got).unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert!(got == want, "{n}: other bytes");
+    }
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("Too many open files"), "{logged}");
+}

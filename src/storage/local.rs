@@ -17,11 +17,13 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::pins::{self, Pins};
 use super::{check_key, join, past_end, Listed, Named, Pin, RangeRead, Store};
 use crate::error::{Error, Place, Result};
 
-/// Open files kept at most. Far below the usual 1024-descriptor limit, which FUSE and
-/// the process need a share of too.
+/// Open files kept at most (fewer where the descriptor limit is low: see
+/// [`pins::descriptor_budget`]). Far below the usual 1024-descriptor limit, which FUSE,
+/// pinned files and the process need a share of too.
 const KEPT_FILES: usize = 256;
 
 /// The chunk-header walk's window: a read from the page cache costs about a microsecond,
@@ -43,13 +45,15 @@ struct Kept {
     tick: u64,
 }
 
-/// Files pinned open: key -> (file, number of pins holding it).
-type Pinned = Arc<Mutex<HashMap<String, (Arc<OpenFile>, usize)>>>;
+/// Files pinned open, their descriptors bounded.
+type Pinned = Arc<Pins<Arc<OpenFile>>>;
 
 #[derive(Debug)]
 pub struct LocalStore {
     root: PathBuf,
     kept: Mutex<Kept>,
+    /// How many files `kept` holds at most.
+    keep: usize,
     pinned: Pinned,
 }
 
@@ -91,10 +95,12 @@ impl LocalStore {
         if !meta.is_dir() {
             return Err(Error::NotDirectory(root.display().to_string()));
         }
+        let (keep, pinned) = pins::descriptor_budget(KEPT_FILES);
         Ok(LocalStore {
             root: root.to_path_buf(),
             kept: Mutex::new(Kept::default()),
-            pinned: Arc::default(),
+            keep,
+            pinned: Arc::new(Pins::new(pinned)),
         })
     }
 
@@ -113,9 +119,11 @@ impl LocalStore {
 
     /// The open file of `key`: pinned, kept, or opened now (and kept).
     fn file(&self, key: &str) -> Result<Arc<OpenFile>> {
-        if let Some((f, _)) = lock(&self.pinned).get(key) {
-            return Ok(f.clone());
-        }
+        let pinned = match self.pinned.get(key) {
+            pins::Pinned::Open(f) => return Ok(f),
+            pins::Pinned::Closed => true,
+            pins::Pinned::No => false,
+        };
         {
             let mut kept = lock(&self.kept);
             kept.tick += 1;
@@ -132,8 +140,13 @@ impl LocalStore {
             .map_err(|e| Error::io(Place::file(key), e))?
             .len();
         let opened = Arc::new(OpenFile { file, len });
+        if pinned {
+            // A pinned file whose descriptor was given up: held again while pinned.
+            self.pinned.reopened(key, opened.clone());
+            return Ok(opened);
+        }
         let mut kept = lock(&self.kept);
-        if kept.files.len() >= KEPT_FILES {
+        if kept.files.len() >= self.keep {
             // The least recently used goes (a scan of a few hundred entries, on a miss).
             if let Some(oldest) = kept
                 .files
@@ -300,8 +313,7 @@ impl Store for LocalStore {
             }
             let key = join(prefix, &entry.name);
             let file = self.file(&key)?;
-            let mut pinned = lock(&self.pinned);
-            pinned.entry(key.clone()).or_insert((file, 0)).1 += 1;
+            self.pinned.add(&key, file);
             keys.push(key);
         }
         Ok(Box::new(PinnedFiles {
@@ -323,14 +335,8 @@ struct PinnedFiles {
 
 impl Drop for PinnedFiles {
     fn drop(&mut self) {
-        let mut pinned = lock(&self.pinned);
         for key in &self.keys {
-            if let Some((_, count)) = pinned.get_mut(key) {
-                *count -= 1;
-                if *count == 0 {
-                    pinned.remove(key);
-                }
-            }
+            self.pinned.remove(key);
         }
     }
 }
@@ -545,7 +551,7 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join("frag")).unwrap();
         assert_eq!(store.read_all("frag/x.tdb").unwrap(), b"fragment");
         drop(pin);
-        assert!(lock(&store.pinned).is_empty(), "unpinned");
+        assert_eq!(store.pinned.counts(), (0, 0), "unpinned");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod local;
 pub mod memory;
+mod pins;
 pub mod s3;
 
 use std::fmt::Debug;
