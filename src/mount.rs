@@ -30,6 +30,10 @@ pub struct MountRequest {
     pub fuse: MountConfig,
 }
 
+/// How long requests still running after SIGINT/SIGTERM/SIGHUP may take before the
+/// daemon ends regardless (see `serve`).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Mounts and serves until unmounted (by `fragfs umount`, `umount`, or a signal).
 /// Without `foreground`, returns in the calling process only on errors found before
 /// forking; the forked parent exits once the mount is live or has failed.
@@ -141,14 +145,32 @@ fn serve(
     }
     let mut unmounter = session.unmount_callable();
     let shown = mnt.display().to_string();
+    let mountpoint = mnt.to_path_buf();
     std::thread::Builder::new()
         .name("fragfs-signals".into())
         .spawn(move || {
             if let Ok(sig) = signals.wait() {
                 log::info!("signal {sig}: unmounting {shown}");
                 if let Err(e) = unmounter.unmount() {
-                    log::error!("unmounting {shown}: {e}");
+                    // Busy (a reader inside, a request running): detached now, gone
+                    // from the tree, and the connection ends with the process below.
+                    log::info!("unmounting {shown}: {e}; detaching it");
+                    if let Err(e) = unmount(&mountpoint) {
+                        log::error!("unmounting {shown}: {e}");
+                    }
                 }
+                // A request that runs on (a listing of 100,000 fragments, a stalled
+                // server) would keep the session, and the process, alive: after a grace
+                // period the process ends, which aborts the connection, so its readers
+                // get an error instead of waiting in the kernel. A session that ended
+                // in time has ended the process before.
+                std::thread::sleep(STOP_GRACE);
+                log::warn!(
+                    "requests still running {} s after signal {sig}: exiting, which aborts \
+                     them (their readers get ENOTCONN)",
+                    STOP_GRACE.as_secs()
+                );
+                std::process::exit(0);
             }
         })
         .map_err(|e| Error::io(Path::new("signal thread"), e))?;

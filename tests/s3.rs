@@ -713,3 +713,78 @@ fn groups_zarr_and_filo_read_the_same_through_s3() {
         }
     }
 }
+
+/// SIGTERM while a request hangs on a server that never answers: the daemon ends within
+/// seconds (its grace period, then it ends the connection), the reader gets an error
+/// instead of waiting in the kernel, and the mount is gone.
+#[test]
+fn sigterm_ends_a_daemon_whose_request_hangs_on_the_server() {
+    if !fuse_available("SIGTERM during a hung request") {
+        return;
+    }
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let (array, expected) = fixture("sample");
+    upload(&array, &server.bucket("bkt").join("sample"));
+    let proxy = Proxy::start(server.port);
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mut child = fragfs()
+        .args(["mount", "-f", "s3://bkt/sample"])
+        .arg(&mnt)
+        .arg("-o")
+        .arg(format!("endpoint_url={},region={REGION}", proxy.endpoint()))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _unmount = UnmountOnDrop(&mnt);
+    let start = std::time::Instant::now();
+    while !is_mounted(&mnt) {
+        assert!(start.elapsed() < Duration::from_secs(30), "never mounted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Every object GET from now on hangs.
+    proxy.inject(&[Fault::Stall; 64]);
+    let gets = proxy.seen().iter().filter(|s| s.is_get()).count();
+    let file = mnt.join(format!(
+        "fragments/{}/{}/values.bin",
+        first_fragment(&expected),
+        expected["fragments"][0]["fields"][0]["name"]
+            .as_str()
+            .unwrap()
+    ));
+    let reader = std::thread::spawn(move || std::fs::read(file));
+    // The read reached the server (and hangs there).
+    while proxy.seen().iter().filter(|s| s.is_get()).count() == gets {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the read never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = std::time::Instant::now();
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        // The grace period (3 s) and a wide margin for a loaded machine; without the
+        // grace the daemon waits for the server's timeouts and retries (minutes).
+        assert!(
+            signalled.elapsed() < Duration::from_secs(20),
+            "the daemon still runs {:?} after SIGTERM",
+            signalled.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit {status}");
+    assert!(
+        reader.join().unwrap().is_err(),
+        "the hung read ends in an error"
+    );
+    assert!(!is_mounted(&mnt), "the mount is gone");
+    proxy.clear_faults();
+}

@@ -184,6 +184,8 @@ pub enum Fault {
     Cut,
     /// Forwards the answer with a Content-Length 10 bytes short, and as many bytes.
     ShortLength,
+    /// Never answers: holds the connection for two minutes (a server that hangs).
+    Stall,
 }
 
 #[derive(Default)]
@@ -358,6 +360,10 @@ fn serve(
         }
     };
     let mut client = client;
+    if fault == Some(Fault::Stall) {
+        std::thread::sleep(Duration::from_secs(120));
+        return Ok(());
+    }
     if let Some(Fault::Status(code)) = fault {
         let (reason, code_name) = match code {
             503 => ("Service Unavailable", "SlowDown"),
