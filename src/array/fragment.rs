@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Place, Result};
 use crate::format::error::{FormatError, NEWEST_FORMAT_VERSION, OLDEST_FORMAT_VERSION};
@@ -21,6 +21,7 @@ use crate::format::name::TimestampedName;
 use crate::format::schema::{ArraySchema, ArrayType};
 use crate::format::Reader;
 use crate::lazy::Lazy;
+use crate::read::cache::{Cache, Weigh};
 use crate::storage::{join, Store};
 
 use super::dense_grid::DenseGrid;
@@ -35,6 +36,25 @@ pub const COORDS_FILE: &str = "__coords.tdb";
 /// Bytes read from the end of `__fragment_metadata.tdb` in the first request: the
 /// footer of all but the widest schemas, so loading a fragment costs one read.
 const FOOTER_READ: u64 = 64 << 10;
+
+/// The parsed metadata of fragments (with the tile lists loaded into it) kept at most,
+/// as bytes of their `__fragment_metadata.tdb` files times four (lists are stored
+/// compressed): 256 MiB. Parsed on first use, the least recently used go first beyond
+/// it and are parsed again when needed; a file open, a merged state or a read in
+/// progress holds its own reference meanwhile. Without a bound, `array.json` or
+/// `info` of an array of 100,000 fragments kept every one of them for good.
+pub const METADATA_CACHE: u64 = 256 << 20;
+
+fn metas() -> &'static Cache<FragmentId, FragmentMeta> {
+    static METAS: OnceLock<Cache<FragmentId, FragmentMeta>> = OnceLock::new();
+    METAS.get_or_init(|| Cache::new(METADATA_CACHE))
+}
+
+impl Weigh for FragmentMeta {
+    fn weight(&self) -> u64 {
+        self.metadata_len.saturating_mul(4).saturating_add(4096)
+    }
+}
 
 /// A fragment's identity for the life of the process: unique across every array opened
 /// (groups show several), so caches can key by it, and kept by a fragment across the
@@ -58,11 +78,6 @@ pub struct Fragment {
     pub rel_dir: String,
     pub timestamps: TimestampedName,
     key: Option<[u8; 32]>,
-    /// Parsed on first use and kept, with the tile lists loaded into it, for as long as
-    /// the fragment is (a rescan that finds it still live keeps it). The decoded-chunk
-    /// cache does not hold it and nothing evicts it: what it costs grows with the
-    /// fragments and fields read, unbounded.
-    meta: Lazy<Arc<FragmentMeta>>,
     /// The sizes of the fragment's files, from one listing of its folder (on object
     /// storage sizes come with the listing: no request per file).
     files: Lazy<Arc<HashMap<String, u64>>>,
@@ -142,7 +157,6 @@ impl Fragment {
             rel_dir,
             timestamps,
             key,
-            meta: Lazy::default(),
             files: Lazy::default(),
         }
     }
@@ -177,8 +191,7 @@ impl Fragment {
     /// The fragment's metadata, parsed on first call (a transient failure to read it is
     /// tried again on the next).
     pub fn meta(&self, schemas: &[SchemaFile]) -> Result<Arc<FragmentMeta>> {
-        self.meta
-            .get_or_load(|| FragmentMeta::load(self, schemas).map(Arc::new))
+        metas().get_or_load(self.id, || FragmentMeta::load(self, schemas))
     }
 
     /// Loads the metadata of many fragments at once, on the loader threads: each load is a
@@ -213,7 +226,7 @@ impl Fragment {
 
     /// Whether the metadata was parsed already (for tests of laziness).
     pub fn meta_loaded(&self) -> bool {
-        self.meta.is_loaded()
+        metas().contains(&self.id)
     }
 
     /// The store key of a file of the fragment.

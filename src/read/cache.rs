@@ -1,8 +1,8 @@
 //! A least-recently-used cache bounded in bytes: the read engine's holds decoded chunks
 //! and the small chunk indexes that locate them, the views' (`view::cache`) rendered
-//! files and text indexes; together they stay within `--cache-size`. Fragment metadata,
-//! enumerations and the inode tables (`view::nodes`) are kept outside it, and nothing
-//! bounds them yet.
+//! files and text indexes; together they stay within `--cache-size`. Fragment metadata
+//! has a cache of its own (`array::fragment::METADATA_CACHE`); enumerations and the
+//! inode tables (`view::nodes`) are kept outside both.
 //!
 //! Loads are de-duplicated: when several threads (FUSE workers, read-ahead) want the same
 //! missing chunk, one decodes it and the others wait for its result, so read-ahead never
