@@ -432,10 +432,15 @@ fn fragment_info(view: &ArrayTree, fragment: &Fragment) -> FragmentInfo {
             for k in 0..meta.tile_count {
                 let (start, len) = tf.tile_span(k).unwrap();
                 tiles.push((start, len));
-                let first = tf.chunks(k, file_len).unwrap().chunks.first().map(|c| {
-                    let r = c.data_range();
-                    (r.start, r.end - r.start)
-                });
+                let first = tf
+                    .chunks(k, file_len, false)
+                    .unwrap()
+                    .chunks
+                    .first()
+                    .map(|c| {
+                        let r = c.data_range();
+                        (r.start, r.end - r.start)
+                    });
                 chunk0.push(first.filter(|&(_, n)| n > 0));
             }
             let outer_checksum = matches!(

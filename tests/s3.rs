@@ -788,3 +788,70 @@ fn sigterm_ends_a_daemon_whose_request_hangs_on_the_server() {
     assert!(!is_mounted(&mnt), "the mount is gone");
     proxy.clear_faults();
 }
+
+/// `tiles.json` needs the chunk headers only: on S3 a tile of one chunk costs a GET of
+/// its first 20 bytes, not the whole tile (16 tiles of 32 KiB here: about 320 bytes of
+/// data file fetched instead of 512 KiB).
+#[test]
+fn tiles_json_on_s3_fetches_chunk_headers_not_tiles() {
+    let Some(python) = python_with("tiledb") else {
+        return;
+    };
+    let Some(server) = S3Server::start() else {
+        return;
+    };
+    let local = server.bucket("bkt").join("small_tiles");
+    let script = r#"
+import sys, numpy as np, tiledb
+uri = sys.argv[1]
+dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 16 * 4096 - 1), tile=4096, dtype=np.int64))
+schema = tiledb.ArraySchema(domain=dom, sparse=False,
+    attrs=[tiledb.Attr("v", dtype=np.int64, filters=[tiledb.ZstdFilter()])])
+tiledb.Array.create(uri, schema)
+with tiledb.open(uri, "w", timestamp=1) as A:
+    A[:] = {"v": np.random.default_rng(3).integers(0, 2**62, 16 * 4096)}
+"#;
+    run_ok(Command::new(&python).args(["-c", script]).arg(&local));
+    let frag = only_fragment(&local);
+    let data = local.join("__fragments").join(&frag).join("a0.tdb");
+    let data_len = std::fs::metadata(&data).unwrap().len();
+    assert!(
+        data_len > 16 * 16_000,
+        "the tiles hold random data: {data_len} bytes"
+    );
+    let proxy = Proxy::start(server.port);
+    let s = store(
+        &proxy.endpoint(),
+        "s3://bkt/small_tiles",
+        Duration::from_secs(10),
+    );
+    let tree = open_store(s, Default::default(), 64 << 20).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(
+        &tree
+            .read_at(
+                tree.resolve(&format!("fragments/{frag}/tiles.json"))
+                    .unwrap(),
+                0,
+                1 << 30,
+            )
+            .unwrap(),
+    )
+    .unwrap();
+    let text = json.to_string();
+    assert!(text.contains("\"chunks\":1"), "{text}");
+    // Bytes of a0.tdb the proxy saw asked for.
+    let fetched: u64 = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.is_get() && s.target.contains(&format!("{frag}/a0.tdb")))
+        .map(|s| {
+            let range = s.range.as_deref().expect("a ranged GET");
+            let (a, b) = range.trim_start_matches("bytes=").split_once('-').unwrap();
+            b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1
+        })
+        .sum();
+    assert!(
+        fetched <= 16 * 64,
+        "tiles.json fetched {fetched} bytes of a0.tdb ({data_len} in all)"
+    );
+}

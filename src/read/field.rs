@@ -168,7 +168,7 @@ impl FieldReader<'_> {
                     let (start, len) = tf.tile_span(k)?;
                     tf.read_ahead(start, len);
                 }
-                self.chunk_index(tf, *role, k)?;
+                self.chunk_index(tf, *role, k, false)?;
             }
         }
         Ok(())
@@ -322,15 +322,28 @@ impl FieldReader<'_> {
     /// the size the metadata promises.
     pub fn tile_chunks(&self, role: FileRole, k: u64) -> Result<Arc<Cached>> {
         let tf = self.tile_file(role)?;
-        self.chunk_index(&tf, role, k)
+        self.chunk_index(&tf, role, k, false)
+    }
+
+    /// [`FieldReader::tile_chunks`] for a caller that wants the chunk facts and not the
+    /// data (`tiles.json`): a tile not walked yet is walked reading its headers only.
+    pub fn tile_chunk_headers(&self, role: FileRole, k: u64) -> Result<Arc<Cached>> {
+        let tf = self.tile_file(role)?;
+        self.chunk_index(&tf, role, k, true)
     }
 
     /// The chunk index of tile `k` of a file, checked against the size metadata promises.
-    fn chunk_index(&self, tf: &TileFile, role: FileRole, k: u64) -> Result<Arc<Cached>> {
+    fn chunk_index(
+        &self,
+        tf: &TileFile,
+        role: FileRole,
+        k: u64,
+        headers_only: bool,
+    ) -> Result<Arc<Cached>> {
         let key = self.key(role, k, Item::ChunkIndex);
         self.engine.cache().get_or_load(key, || {
             let file_len = self.fragment.file_size(&tf.file_name, &tf.tile_place(k))?;
-            let chunks = tf.chunks(k, file_len)?;
+            let chunks = tf.chunks(k, file_len, headers_only)?;
             let cells = self.meta.tile_cells(k);
             let expected = match role {
                 FileRole::Data => cells.saturating_mul(self.field.file_cell_size()),
@@ -383,7 +396,7 @@ impl FieldReader<'_> {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let tf = self.tile_file(role)?;
-        let index = self.chunk_index(&tf, role, k)?;
+        let index = self.chunk_index(&tf, role, k, false)?;
         let index = index.chunks("a chunk index")?;
         let cache = self.engine.cache();
         let mut served = 0u64;
@@ -441,7 +454,7 @@ impl FieldReader<'_> {
     /// the var data (RLE/DICTIONARY strings, `05` §4), else `None`.
     fn string_tile(&self, k: u64) -> Result<Option<Arc<Cached>>> {
         let offsets_tf = self.tile_file(FileRole::Data)?;
-        let index = self.chunk_index(&offsets_tf, FileRole::Data, k)?;
+        let index = self.chunk_index(&offsets_tf, FileRole::Data, k, false)?;
         let index = index.chunks("a chunk index")?;
         let cells = self.meta.tile_cells(k);
         if !index.chunks.is_empty() || cells == 0 {
@@ -454,7 +467,7 @@ impl FieldReader<'_> {
                 format!("offsets tile is empty but the tile has {cells} cells"),
             ));
         }
-        let var_index = self.chunk_index(&var_tf, FileRole::Var, k)?;
+        let var_index = self.chunk_index(&var_tf, FileRole::Var, k, false)?;
         let var_index = var_index.chunks("a chunk index")?;
         let tile = self.engine.cache().get_or_load(
             self.key(FileRole::Var, k, Item::StringTile),

@@ -167,7 +167,12 @@ impl TileFile {
     /// [walk window](Store::walk_window), a new read only where a header lies past the
     /// bytes read so far (object stores: one request for the whole tile). `file_len` is
     /// the data file's real size.
-    pub fn chunks(&self, k: u64, file_len: u64) -> Result<TileChunks> {
+    ///
+    /// `headers_only`: the walk is all the caller wants (`tiles.json`), not the data after
+    /// it, so the first read is only the chunk count and first header: a tile of one
+    /// chunk costs those few bytes even on an object store, where the whole tile would
+    /// otherwise come with them. A tile of several chunks is then read on as usual.
+    pub fn chunks(&self, k: u64, file_len: u64, headers_only: bool) -> Result<TileChunks> {
         let (start, len) = self.tile_span(k)?;
         let place = || self.tile_place(k);
         if len == 0 {
@@ -189,14 +194,20 @@ impl TileFile {
             ));
         }
         let window = self.store.walk_window().max(8 + CHUNK_HEADER_LEN);
-        if len > window {
+        if len > window && !headers_only {
             // Small windows over a large tile: have the store fetch the tile once, so
             // each window is not a disk round trip of its own.
             self.store.read_ahead(&self.key, start, len.min(WALK_AHEAD));
         }
         // `bytes` holds the tile from offset `at` on.
         let mut at = 0u64;
-        let mut bytes = self.read(place(), start, len.min(window))?;
+        let mut bytes = if headers_only {
+            self.store
+                .read_alone(&self.key, start, len.min(8 + CHUNK_HEADER_LEN))
+                .map_err(|e| e.at(place()))?
+        } else {
+            self.read(place(), start, len.min(window))?
+        };
         let count = parse_chunk_count(bytes.get(..8).unwrap_or(&bytes), len)
             .map_err(|e| Error::format(place(), e))?;
         let mut chunks = Vec::with_capacity(count as usize);

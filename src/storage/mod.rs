@@ -135,6 +135,13 @@ pub trait Store: Send + Sync + Debug {
         Ok(out)
     }
 
+    /// Reads `len` bytes at `offset` of `key` that are all the caller wants from there (a
+    /// chunk header of a walk that decodes nothing): a store that reads ahead of
+    /// sequential readers does not take this for one.
+    fn read_alone(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.read_range(key, offset, len)
+    }
+
     /// Appends `len` bytes at `offset` of `key` to `out`.
     fn read_into(&self, key: &str, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         self.read(key, &mut [RangeRead { offset, len, out }])

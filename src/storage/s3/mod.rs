@@ -735,78 +735,21 @@ impl Store for S3Store {
     }
 
     fn read(&self, key: &str, ranges: &mut [RangeRead<'_>]) -> Result<()> {
-        check_key(key)?;
-        let full = self.full(key);
-        let known = self.known_size(&full);
-        for r in ranges.iter() {
-            let past = match r.offset.checked_add(r.len) {
-                None => true,
-                Some(end) => known.is_some_and(|size| end > size),
-            };
-            if past {
-                return Err(past_end(key, r.offset, r.len, known.unwrap_or(0)));
-            }
-        }
-        let wanted: Vec<Range<u64>> = ranges
-            .iter()
-            .map(|r| r.offset..r.offset + r.len)
-            .filter(|r| !r.is_empty())
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        let pieces = self.fetch_ranges(&full, &wanted).map_err(|e| match e {
-            // Errors name the key relative to the root, as other stores do.
-            Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
-            Error::Io { cause, .. } => Error::Io {
-                place: Box::new(Place::file(key)),
-                cause,
-            },
-            e => e,
-        })?;
-        let mut pieces = pieces.into_iter();
-        for r in ranges.iter_mut().filter(|r| r.len > 0) {
-            let parts = pieces.next().unwrap_or_default();
-            r.out.reserve(r.len as usize);
-            let (mut pos, end) = (r.offset, r.offset + r.len);
-            for (start, bytes) in parts {
-                // Pieces in order, each from at most where the last one ended: a gap
-                // leaves the range short, which is reported below.
-                if start > pos || pos >= end {
-                    break;
-                }
-                let from = (pos - start) as usize;
-                let to = ((end.min(start + bytes.len() as u64)) - start) as usize;
-                if let Some(part) = bytes.get(from..to) {
-                    r.out.extend_from_slice(part);
-                    pos = start + to as u64;
-                }
-            }
-            // The server (or a cached object) gave fewer bytes than the range: an error
-            // that names them, never a short buffer the caller would decode.
-            if pos != end {
-                return Err(Error::corrupt(
-                    Place::file(key),
-                    format!(
-                        "bytes {}..{end} were asked, only {}..{pos} came back",
-                        r.offset, r.offset
-                    ),
-                ));
-            }
-        }
-        // A sequential reader's next bytes, fetched ahead.
-        let size = self.known_size(&full).unwrap_or(0);
-        let ahead: Vec<Range<u64>> = {
-            let mut state = self.state();
-            wanted
-                .iter()
-                .filter_map(|r| state.windows.on_read(&full, r.clone(), size))
-                .collect()
-        };
-        for range in ahead {
-            self.fetch_ahead(&full, range);
-        }
-        Ok(())
+        self.read_ranges(key, ranges, true)
+    }
+
+    fn read_alone(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_ranges(
+            key,
+            &mut [RangeRead {
+                offset,
+                len,
+                out: &mut out,
+            }],
+            false,
+        )?;
+        Ok(out)
     }
 
     /// A sequential reader (the view saw one) will need this range: fetched in the
@@ -868,6 +811,89 @@ impl Store for S3Store {
         });
         self.inner.remember(&full, 0, got);
         bytes
+    }
+}
+
+impl S3Store {
+    /// [`Store::read`]; `ahead`: whether a sequential reader's next bytes may be fetched
+    /// ahead of these.
+    fn read_ranges(&self, key: &str, ranges: &mut [RangeRead<'_>], ahead: bool) -> Result<()> {
+        check_key(key)?;
+
+        let full = self.full(key);
+        let known = self.known_size(&full);
+        for r in ranges.iter() {
+            let past = match r.offset.checked_add(r.len) {
+                None => true,
+                Some(end) => known.is_some_and(|size| end > size),
+            };
+            if past {
+                return Err(past_end(key, r.offset, r.len, known.unwrap_or(0)));
+            }
+        }
+        let wanted: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.offset..r.offset + r.len)
+            .filter(|r| !r.is_empty())
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let pieces = self.fetch_ranges(&full, &wanted).map_err(|e| match e {
+            // Errors name the key relative to the root, as other stores do.
+            Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
+            Error::Io { cause, .. } => Error::Io {
+                place: Box::new(Place::file(key)),
+                cause,
+            },
+            e => e,
+        })?;
+        let mut pieces = pieces.into_iter();
+        for r in ranges.iter_mut().filter(|r| r.len > 0) {
+            let parts = pieces.next().unwrap_or_default();
+            r.out.reserve(r.len as usize);
+            let (mut pos, end) = (r.offset, r.offset + r.len);
+            for (start, bytes) in parts {
+                // Pieces in order, each from at most where the last one ended: a gap
+                // leaves the range short, which is reported below.
+                if start > pos || pos >= end {
+                    break;
+                }
+                let from = (pos - start) as usize;
+                let to = ((end.min(start + bytes.len() as u64)) - start) as usize;
+                if let Some(part) = bytes.get(from..to) {
+                    r.out.extend_from_slice(part);
+                    pos = start + to as u64;
+                }
+            }
+            // The server (or a cached object) gave fewer bytes than the range: an error
+            // that names them, never a short buffer the caller would decode.
+            if pos != end {
+                return Err(Error::corrupt(
+                    Place::file(key),
+                    format!(
+                        "bytes {}..{end} were asked, only {}..{pos} came back",
+                        r.offset, r.offset
+                    ),
+                ));
+            }
+        }
+        if !ahead {
+            return Ok(());
+        }
+        // A sequential reader's next bytes, fetched ahead.
+        let size = self.known_size(&full).unwrap_or(0);
+        let next: Vec<Range<u64>> = {
+            let mut state = self.state();
+            wanted
+                .iter()
+                .filter_map(|r| state.windows.on_read(&full, r.clone(), size))
+                .collect()
+        };
+        for range in next {
+            self.fetch_ahead(&full, range);
+        }
+        Ok(())
     }
 }
 

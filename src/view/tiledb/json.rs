@@ -308,7 +308,7 @@ pub fn tiles(
                 let (offset, size) = tf.tile_span(k)?;
                 // Through the engine's cache of chunk indexes; a tile that cannot be
                 // walked shows no chunk facts (its reads report why).
-                let index = reader.tile_chunks(*role, k).ok();
+                let index = reader.tile_chunk_headers(*role, k).ok();
                 let chunks = index
                     .as_deref()
                     .and_then(|c| c.chunks("a chunk index").ok());
