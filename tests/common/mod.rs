@@ -45,6 +45,12 @@ pub fn features() -> PathBuf {
     repo().join("tests/fixtures/features")
 }
 
+/// A TileDB-SOMA experiment whose categories grew over several writes, with what
+/// TileDB-SOMA and TileDB-Py read of it (`scripts/make_soma_fixtures.sh`).
+pub fn soma_fixtures() -> PathBuf {
+    repo().join("tests/fixtures/soma")
+}
+
 /// Arrays from TileDB's own test inputs (`test/inputs/arrays`), copied from the spec.
 pub fn tiledb_test_inputs() -> PathBuf {
     repo().join("tests/fixtures/tiledb-test-inputs")
@@ -94,13 +100,15 @@ fn json_files(dir: &Path, suffix: &str) -> JsonFiles {
     out
 }
 
-/// The expected and the merged JSON files of the repository's TileDB and feature
+/// The expected and the merged JSON files of the repository's TileDB, feature and SOMA
 /// fixtures.
 pub fn fixture_files() -> (JsonFiles, JsonFiles) {
     let mut arrays = expected_files(&fixtures());
     arrays.extend(expected_files(&features()));
+    arrays.extend(expected_files(&soma_fixtures()));
     let mut merged = merged_files(&fixtures());
     merged.extend(merged_files(&features()));
+    merged.extend(merged_files(&soma_fixtures()));
     (arrays, merged)
 }
 
