@@ -133,6 +133,9 @@ pub struct Array {
     pub options: OpenOptions,
     /// Oldest first; the last is the latest.
     pub schemas: Vec<SchemaFile>,
+    /// Positions in `schemas` of the files of `__schema/`, in name order: the order
+    /// [`Array::schema_at`] walks (it is asked for every text block of a fragment).
+    schemas_by_name: Vec<usize>,
     pub fragments: Vec<Arc<Fragment>>,
     pub ignored: Vec<Ignored>,
     /// Relative paths of delete/update commits.
@@ -210,6 +213,10 @@ impl Array {
                 store.location()
             )));
         }
+        let mut schemas_by_name: Vec<usize> = (0..schemas.len())
+            .filter(|&i| schemas[i].name != LEGACY_SCHEMA)
+            .collect();
+        schemas_by_name.sort_by(|&a, &b| schemas[a].name.cmp(&schemas[b].name));
         let seen_committed = |rel_dir: &str| {
             previous.is_some_and(|p| {
                 p.fragments
@@ -269,6 +276,7 @@ impl Array {
             store,
             options,
             schemas,
+            schemas_by_name,
             fragments,
             ignored: live.ignored,
             conditions: live.conditions.into_iter().map(|(p, _)| p).collect(),
@@ -347,6 +355,28 @@ impl Array {
         let parsed = Arc::new(parsed);
         cache.insert(file, parsed.clone());
         Ok(parsed)
+    }
+
+    /// The schema TileDB opens the array with at `at` (ms since the epoch): the last
+    /// schema file, in name order, whose end timestamp is not after it; when none is that
+    /// old, the first one (`__array_schema.tdb` first), so fragments older than every
+    /// schema still open. Name order, not timestamp order: TileDB lists `__schema/` and
+    /// walks it as the listing sorts, so `__2_2_*` comes after `__17..._*` however much
+    /// older it is (tests/fixtures/features/README.md). The merged view reads with it;
+    /// a fragment's enumeration labels come from it at the fragment's end timestamp.
+    pub fn schema_at(&self, at: u64) -> &SchemaFile {
+        let named = || {
+            self.schemas_by_name
+                .iter()
+                .filter_map(|&i| self.schemas.get(i))
+        };
+        let legacy = self.schemas.iter().find(|s| s.name == LEGACY_SCHEMA);
+        named()
+            .rev()
+            .find(|s| TimestampedName::parse(&s.name).is_none_or(|t| t.t2 <= at))
+            .or(legacy)
+            .or_else(|| named().next())
+            .unwrap_or_else(|| self.latest_schema())
     }
 
     pub fn latest_schema(&self) -> &SchemaFile {

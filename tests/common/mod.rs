@@ -51,6 +51,12 @@ pub fn hilbert_fixtures() -> PathBuf {
     repo().join("tests/fixtures/hilbert")
 }
 
+/// A TileDB-SOMA experiment whose categories grew over several writes, with what
+/// TileDB-SOMA and TileDB-Py read of it (`scripts/make_soma_fixtures.sh`).
+pub fn soma_fixtures() -> PathBuf {
+    repo().join("tests/fixtures/soma")
+}
+
 /// Arrays from TileDB's own test inputs (`test/inputs/arrays`), copied from the spec.
 pub fn tiledb_test_inputs() -> PathBuf {
     repo().join("tests/fixtures/tiledb-test-inputs")
@@ -100,11 +106,11 @@ fn json_files(dir: &Path, suffix: &str) -> JsonFiles {
     out
 }
 
-/// The expected and the merged JSON files of the repository's TileDB, feature and
-/// Hilbert fixtures.
+/// The expected and the merged JSON files of the repository's TileDB, feature, Hilbert
+/// and SOMA fixtures.
 pub fn fixture_files() -> (JsonFiles, JsonFiles) {
     let (mut arrays, mut merged) = (Vec::new(), Vec::new());
-    for dir in [fixtures(), features(), hilbert_fixtures()] {
+    for dir in [fixtures(), features(), hilbert_fixtures(), soma_fixtures()] {
         arrays.extend(expected_files(&dir));
         merged.extend(merged_files(&dir));
     }

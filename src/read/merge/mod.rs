@@ -17,9 +17,8 @@ use std::sync::Arc;
 
 use crate::array::field::FieldRole;
 use crate::array::fragment::{Fragment, FragmentMeta};
-use crate::array::{Array, SchemaFile, LEGACY_SCHEMA};
+use crate::array::Array;
 use crate::error::{Error, Place, Result};
-use crate::format::name::TimestampedName;
 use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
 use crate::format::Datatype;
 use crate::lazy::Lazy;
@@ -163,27 +162,6 @@ pub struct Merged {
     var_index: Vec<Lazy<Arc<Vec<u64>>>>,
 }
 
-/// The schema TileDB opens the array with at `at`: the last schema file, in name
-/// order, whose end timestamp is not after it; when none is that old, the first one
-/// (`__array_schema.tdb` first), so fragments older than every schema still open.
-fn schema_at(array: &Array, at: u64) -> &SchemaFile {
-    let mut named: Vec<&SchemaFile> = array
-        .schemas
-        .iter()
-        .filter(|s| s.name != LEGACY_SCHEMA)
-        .collect();
-    named.sort_by(|a, b| a.name.cmp(&b.name));
-    let legacy = array.schemas.iter().find(|s| s.name == LEGACY_SCHEMA);
-    named
-        .iter()
-        .rev()
-        .find(|s| TimestampedName::parse(&s.name).is_none_or(|t| t.t2 <= at))
-        .copied()
-        .or(legacy)
-        .or(named.first().copied())
-        .unwrap_or_else(|| array.latest_schema())
-}
-
 impl Merged {
     /// The array as TileDB reads it at `at` (`None`: now), reading through `engine`.
     pub fn open(engine: Arc<ReadEngine>, array: &Array, at: Option<u64>) -> Result<Merged> {
@@ -202,7 +180,7 @@ impl Merged {
                 ),
             ));
         }
-        let schema_file = schema_at(array, t);
+        let schema_file = array.schema_at(t);
         let schema = schema_file.schema.clone();
         // Visible fragments, oldest first by (t1, name): the later wins.
         // A replaced fragment shows until the consolidation that replaced it does.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use super::{ArrayTree, EnumFile, FieldOf, Folder};
 use crate::array::ENUMERATIONS_DIR;
@@ -15,7 +15,7 @@ use crate::format::datatype::decode_int;
 use crate::format::enumeration::Enumeration;
 use crate::format::schema::{ArraySchema, VAR_NUM};
 use crate::format::Datatype;
-use crate::view::text;
+use crate::view::{names, text};
 
 impl ArrayTree {
     /// The enumeration of a field folder's attribute, and the schema it comes from.
@@ -32,26 +32,49 @@ impl ArrayTree {
         )))
     }
 
-    /// Whether a field folder's attribute has an enumeration, from the schema alone: its
-    /// schema, that schema's name and the enumeration's name. Listings ask this, so a bad
-    /// enumeration file fails the labels, not the folder that holds the codes.
+    /// Whether a field folder's attribute has an enumeration, from the schemas alone: the
+    /// schema its labels come from, that schema's name and the enumeration's name.
+    /// Listings ask this, so a bad enumeration file fails the labels, not the folder that
+    /// holds the codes.
+    ///
+    /// A merged state's labels come from the schema it is read with. A fragment's come
+    /// from the schema TileDB opens the array with at the fragment's end timestamp
+    /// ([`Array::schema_at`](crate::array::Array::schema_at)), not from the one its footer
+    /// names: TileDB-SOMA extends an enumeration by a schema evolution stamped with the
+    /// write's own timestamp, and the fragment names the schema from before, which lacks
+    /// the new labels (or has none at all). The footer's schema still gives the fields and
+    /// their layout. Where the schema at the end timestamp has no attribute of that name
+    /// and type (dropped, or replaced by another), the footer's schema gives the labels.
     pub(super) fn field_enumeration_name(
         &self,
         of: &FieldOf,
     ) -> Result<Option<(Arc<ArraySchema>, String, String)>> {
         let i = of.index;
-        let (schema, schema_name, name) = match of.folder {
+        let (schema, schema_name, enumeration) = match of.folder {
             Folder::Fragment(f) => {
-                let (_, meta) = self.meta(f)?;
+                let (fragment, meta) = self.meta(f)?;
                 let field = meta
                     .fields
                     .get(i)
                     .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
-                (
-                    meta.schema.clone(),
-                    meta.schema_name.clone(),
-                    field.name.clone(),
-                )
+                let Some(own) = meta.schema.attributes.iter().find(|a| a.name == field.name) else {
+                    return Ok(None);
+                };
+                let array = self.array();
+                let at = array.schema_at(fragment.timestamps.t2);
+                match at
+                    .schema
+                    .attributes
+                    .iter()
+                    .find(|a| a.name == own.name && a.datatype == own.datatype)
+                {
+                    Some(a) => (at.schema.clone(), at.name.clone(), a.enumeration.clone()),
+                    None => (
+                        meta.schema.clone(),
+                        meta.schema_name.clone(),
+                        own.enumeration.clone(),
+                    ),
+                }
             }
             Folder::State(w) => {
                 let merged = self.merged(w)?;
@@ -59,20 +82,58 @@ impl ArrayTree {
                     .fields
                     .get(i)
                     .ok_or_else(|| Error::NotFound(format!("field #{i}")))?;
+                let Some(attr) = merged
+                    .schema
+                    .attributes
+                    .iter()
+                    .find(|a| a.name == field.name)
+                else {
+                    return Ok(None);
+                };
                 (
                     merged.schema.clone(),
                     merged.schema_name.clone(),
-                    field.name.clone(),
+                    attr.enumeration.clone(),
                 )
             }
         };
-        let Some(attr) = schema.attributes.iter().find(|a| a.name == name) else {
-            return Ok(None);
+        Ok(enumeration.map(|enumeration| (schema, schema_name, enumeration)))
+    }
+
+    /// What `footer.json` (under `derived`) and `read.json` say of a folder's labels: per
+    /// enumerated attribute, its enumeration and the schema the labels come from; `null`
+    /// when no attribute is enumerated.
+    pub(super) fn enumerations_json(&self, folder: Folder) -> Result<Value> {
+        let fields: Vec<String> = match folder {
+            Folder::Fragment(f) => self
+                .meta(f)?
+                .1
+                .fields
+                .iter()
+                .map(|x| x.name.clone())
+                .collect(),
+            Folder::State(w) => self
+                .merged(w)?
+                .fields
+                .iter()
+                .map(|x| x.name.clone())
+                .collect(),
         };
-        let Some(enumeration) = attr.enumeration.clone() else {
-            return Ok(None);
-        };
-        Ok(Some((schema, schema_name, enumeration)))
+        let mut out = Map::new();
+        for (i, name) in fields.iter().enumerate() {
+            if let Some((_, schema, enumeration)) =
+                self.field_enumeration_name(&FieldOf::new(folder, i))?
+            {
+                out.insert(
+                    names::encode(name),
+                    json!({"enumeration": enumeration, "labels_schema": schema}),
+                );
+            }
+        }
+        Ok(match out.is_empty() {
+            true => Value::Null,
+            false => Value::Object(out),
+        })
     }
 
     /// The bytes of a file of `enumeration/`.

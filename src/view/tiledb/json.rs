@@ -171,7 +171,9 @@ pub fn non_empty_domain(meta: &FragmentMeta) -> Value {
     )
 }
 
-pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
+/// `footer.json`; `enumerations`: per enumerated attribute, the enumeration and the
+/// schema its labels come from (which need not be the footer's: see `enums.rs`).
+pub fn footer(fragment: &Fragment, meta: &FragmentMeta, enumerations: Value) -> Value {
     let f = &meta.footer;
     json!({
         "fragment": fragment.name,
@@ -199,12 +201,12 @@ pub fn footer(fragment: &Fragment, meta: &FragmentMeta) -> Value {
         "fragment_min_max_sum_null_count_offset": f.fragment_min_max_sum_null_count_offset,
         "processed_conditions_offset": f.processed_conditions_offset,
         "optional_sections": f.optional_sections.iter().map(|(id, d)| json!({"id": id, "size": d.len()})).collect::<Vec<_>>(),
-        "derived": derived(fragment, meta),
+        "derived": derived(fragment, meta, enumerations),
     })
 }
 
 /// Facts computed from the footer and schema rather than stored in it.
-fn derived(fragment: &Fragment, meta: &FragmentMeta) -> Value {
+fn derived(fragment: &Fragment, meta: &FragmentMeta, enumerations: Value) -> Value {
     let fields: Vec<Value> = meta
         .fields
         .iter()
@@ -224,6 +226,7 @@ fn derived(fragment: &Fragment, meta: &FragmentMeta) -> Value {
         "cells_per_tile": meta.cells_per_tile,
         "timestamp_range": [fragment.timestamps.t1, fragment.timestamps.t2],
         "fields": fields,
+        "enumerations": enumerations,
     })
 }
 

@@ -97,6 +97,7 @@ impl ArrayTree {
             })).collect::<Vec<_>>(),
             "deletes_applied": deletes,
             "fill_values": fill,
+            "enumerations": self.enumerations_json(super::Folder::State(w))?,
         }))
     }
 }

@@ -106,7 +106,12 @@ fn state_counted(at: &At<'_, Folder>) -> Result<bool> {
 fn footer(at: &At<'_, Folder>) -> Result<Vec<u8>> {
     let id = at.tree.fragment_of(at.place)?;
     let (fragment, meta) = at.tree.meta(id)?;
-    Ok(json::to_bytes(&json::footer(&fragment, &meta)))
+    let enumerations = at.tree.enumerations_json(at.place)?;
+    Ok(json::to_bytes(&json::footer(
+        &fragment,
+        &meta,
+        enumerations,
+    )))
 }
 
 fn tiles(at: &At<'_, Folder>) -> Result<Vec<u8>> {
