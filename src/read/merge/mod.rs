@@ -496,12 +496,28 @@ impl Merged {
                 RawFile::Values
             };
             let per = per as u64;
+            let place = || source.fragment.place();
             if run.stride == 1 {
-                reader.read_into(raw, run.cell * per, run.count * per, out)?;
+                reader.read_into(
+                    raw,
+                    byte_at(run.cell, per, place)?,
+                    byte_at(run.count, per, place)?,
+                    out,
+                )?;
             } else {
-                let span = (run.count - 1) * run.stride + 1;
-                let bytes = reader.read(raw, run.cell * per, span * per)?;
+                let span = run
+                    .count
+                    .saturating_sub(1)
+                    .checked_mul(run.stride)
+                    .and_then(|s| s.checked_add(1))
+                    .ok_or_else(|| Error::corrupt(place(), "a run of cells past 64 bits"))?;
+                let bytes = reader.read(
+                    raw,
+                    byte_at(run.cell, per, place)?,
+                    byte_at(span, per, place)?,
+                )?;
                 for k in 0..run.count {
+                    // Within `span`, whose bytes were counted above.
                     let at = (k * run.stride * per) as usize;
                     out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
                         Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
@@ -544,7 +560,13 @@ impl Merged {
                 read.push(None);
                 continue;
             }
-            let bytes = reader.read(raw, lo * per as u64, (hi - lo) * per as u64)?;
+            let place = || source.fragment.place();
+            let per = per as u64;
+            let bytes = reader.read(
+                raw,
+                byte_at(lo, per, place)?,
+                byte_at(hi.saturating_sub(lo), per, place)?,
+            )?;
             read.push(Some((lo, bytes)));
         }
         for run in runs {
@@ -737,4 +759,32 @@ fn merged_fields(schema: &ArraySchema, sources: &[Source]) -> Vec<MergedField> {
         });
     }
     out
+}
+
+/// The byte position of cell `cell` of `per` bytes each: cell numbers come from the
+/// fragments' domains and counts (metadata), so a product past 64 bits is bad data, an
+/// error naming the fragment, never a wrapped offset.
+fn byte_at(cell: u64, per: u64, place: impl Fn() -> Place) -> Result<u64> {
+    cell.checked_mul(per).ok_or_else(|| {
+        Error::corrupt(
+            place(),
+            format!("cell {cell} of {per} bytes is past 64 bits"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_positions_past_64_bits_are_errors_naming_the_place() {
+        let place = || Place::file("__fragments/f");
+        assert_eq!(byte_at(1 << 20, 8, place).unwrap(), 8 << 20);
+        let e = byte_at(u64::MAX / 4, 8, place).unwrap_err().to_string();
+        assert!(
+            e.contains("__fragments/f") && e.contains("past 64 bits"),
+            "{e}"
+        );
+    }
 }
