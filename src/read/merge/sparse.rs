@@ -459,9 +459,11 @@ impl<'a> Stream<'a> {
             });
             coords.push(cells);
         }
+        // Every format that stores cell timestamps (14 on) has the reader compare by
+        // them, also between the versions one fragment holds.
         let timestamps = match find("__timestamps") {
-            Some(i) if source.meta.footer.version >= 15 => Some(u64s(&read(i)?)),
-            _ => None,
+            Some(i) => Some(u64s(&read(i)?)),
+            None => None,
         };
         let delete_timestamps = match find("__delete_timestamps") {
             Some(i) => Some(u64s(&read(i)?)),
@@ -631,18 +633,9 @@ impl<'a> Stream<'a> {
             for v in versions.iter().filter(|v| v.shown) {
                 emit(v.source, v.cell);
             }
-        } else {
-            // The newest: by timestamp, then fragment order; among equals the first
-            // stored (versions of one fragment come newest first).
-            let winner = versions.iter().enumerate().max_by(|(i, a), (j, b)| {
-                (a.timestamp, a.source)
-                    .cmp(&(b.timestamp, b.source))
-                    .then(j.cmp(i))
-            });
-            if let Some((_, v)) = winner {
-                if v.shown {
-                    emit(v.source, v.cell);
-                }
+        } else if let Some(v) = newest(&versions) {
+            if v.shown {
+                emit(v.source, v.cell);
             }
         }
         self.versions = versions;
@@ -704,6 +697,28 @@ struct Version {
     shown: bool,
 }
 
+/// The version of one coordinate an array without duplicates shows (TileDB's
+/// `ResultTileCmpBase::compare_timestamps` between fragments, and the deduplication
+/// of a fragment's own versions in `SparseGlobalOrderReader`): the largest cell
+/// timestamp (the fragment's first where its cells carry none), then the later
+/// fragment; one fragment's versions with equal timestamps, the first stored. The cell
+/// timestamp decides between the versions one fragment holds too, in whatever order
+/// they are stored. `versions` come in stored order per source.
+///
+/// (TileDB departs from this only for equal timestamps inside one fragment whose
+/// versions straddle tiles: see docs/merged.md.)
+fn newest(versions: &[Version]) -> Option<&Version> {
+    versions
+        .iter()
+        .enumerate()
+        .max_by(|(i, a), (j, b)| {
+            (a.timestamp, a.source)
+                .cmp(&(b.timestamp, b.source))
+                .then(j.cmp(i))
+        })
+        .map(|(_, v)| v)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -732,6 +747,46 @@ mod tests {
             super::super::Shape::Sparse(s) => s,
             _ => unreachable!(),
         }
+    }
+
+    fn version(source: usize, cell: u64, timestamp: u64) -> Version {
+        Version {
+            source,
+            cell,
+            timestamp,
+            shown: true,
+        }
+    }
+
+    /// One fragment's versions of a coordinate: the largest cell timestamp wins
+    /// wherever it is stored (a consolidated fragment with per-cell timestamps,
+    /// `sparse_versions_vacuumed`); equal ones, the first stored; between fragments
+    /// the timestamp first, then the later fragment.
+    #[test]
+    fn the_newest_version_is_the_largest_timestamp_then_the_later_fragment() {
+        let pick = |vs: &[Version]| newest(vs).map(|v| (v.source, v.cell));
+        // One consolidated fragment, newest stored first or last.
+        assert_eq!(
+            pick(&[version(0, 5, 4), version(0, 6, 3), version(0, 7, 1)]),
+            Some((0, 5))
+        );
+        assert_eq!(
+            pick(&[version(0, 5, 1), version(0, 6, 3), version(0, 7, 4)]),
+            Some((0, 7))
+        );
+        assert_eq!(
+            pick(&[version(0, 5, 2), version(0, 6, 4), version(0, 7, 3)]),
+            Some((0, 6))
+        );
+        // Equal timestamps in one fragment: the first stored.
+        assert_eq!(pick(&[version(0, 5, 3), version(0, 6, 3)]), Some((0, 5)));
+        // A consolidated fragment (source 0, cells stamped up to 4) against a later
+        // fragment written at 3: the cell timestamp decides, not the fragment order.
+        assert_eq!(pick(&[version(0, 2, 4), version(1, 0, 3)]), Some((0, 2)));
+        assert_eq!(pick(&[version(0, 2, 2), version(1, 0, 3)]), Some((1, 0)));
+        // Equal timestamps across fragments: the later fragment.
+        assert_eq!(pick(&[version(0, 2, 3), version(1, 0, 3)]), Some((1, 0)));
+        assert_eq!(pick(&[]), None);
     }
 
     /// Reads that stream in steps of any size (resuming, recording checkpoints as they
