@@ -282,7 +282,8 @@ operation. `tests/merged.rs` (`consolidation_fixtures_read_merged_as_tiledb_read
 checks that fragfs serves every one of those states byte for byte.
 
 Values name their write: `a = 100 t + x`, `s = 't<t>x<x>'` (writes sharing a timestamp
-add `1000 k` and `w<k>`). Fragment names (UUIDs) change on every run; contents do not.
+add `1000 k` and `w<k>`). Fragment names (UUIDs) change on every run; contents do not,
+but for `sparse_equal_timestamps_vacuumed`, whose winners follow the names.
 
 | array | kind | live fragments | what it holds |
 |---|---|---|---|
