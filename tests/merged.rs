@@ -40,6 +40,37 @@ fn fixtures_read_merged_as_tiledb_reads_them() {
     );
 }
 
+/// Arrays consolidated every way TileDB-Py 0.36.1 can (vacuumed or not, purging deleted
+/// cells or not, twice, a window of timestamps, commits consolidated, dense and sparse,
+/// duplicates allowed or not) with deletes and later writes, read by TileDB at every
+/// timestamp from 0 to one past the last operation: every state equals fragfs's, and
+/// every live fragment its `<array>.expected.json`.
+#[test]
+fn consolidation_fixtures_read_merged_as_tiledb_reads_them() {
+    let dir = repo().join("tests/fixtures/consolidation");
+    let arrays = merged_files(&dir);
+    assert!(arrays.len() >= 20, "{} merged.json files", arrays.len());
+    let (reads, mut failures) = check_all(&arrays);
+    // Every array but one (sparse_equal_timestamps_vacuumed: see the folder's README).
+    let expected = expected_files(&dir);
+    assert_eq!(expected.len() + 1, arrays.len());
+    for (array, doc) in &expected {
+        let checked = open_view(array, doc)
+            .map_err(|e| format!("open: {e}"))
+            .and_then(|tree| check_tree(&tree, doc));
+        if let Err(e) = checked {
+            failures.push(format!("{} (fragments): {e}", array.display()));
+        }
+    }
+    println!("{} arrays, {reads} reads", arrays.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn shared_corpus_reads_merged_as_tiledb_reads_it() {
     let Some(corpus) = shared_or_skip(shared_corpus()) else {

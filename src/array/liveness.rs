@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::Result;
 use crate::format::commits::{normalize_vacuum_entry, parse_consolidated_commits, parse_lines};
 use crate::format::name::{NameGeneration, TimestampedName};
+
+use super::visibility;
 use crate::storage::{Listed, Named, Store};
 
 /// A small file, read whole: in one request where its size came with the listing.
@@ -47,8 +49,8 @@ pub struct Ignored {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Replaced {
     pub fragment: FoundFragment,
-    /// The end timestamp of the consolidation that replaced it (the `.vac` file's): from
-    /// then on TileDB reads the consolidated fragment instead.
+    /// From when TileDB reads the consolidated fragment instead: the first timestamp at
+    /// which it opens a `.vac` file that lists it ([`visibility::opens_from`]).
     pub hidden_from: u64,
 }
 
@@ -74,7 +76,8 @@ const SPECIAL: &[&str] = &[
 ];
 
 /// Finds the live fragments of the array in `store`; `root_listing` is the listing of
-/// its root (which the caller has already). `seen_committed` tells a root-level fragment
+/// its root (which the caller has already), `dense` its type (from when a
+/// consolidation hides what it replaced depends on it). `seen_committed` tells a root-level fragment
 /// folder (formats 1-4) found committed by an earlier scan: its commit marker does not
 /// go away, so a rescan lists only the array's own folders, never one per fragment.
 ///
@@ -86,13 +89,14 @@ pub fn find_fragments(
     store: &dyn Store,
     root_listing: &[Listed],
     seen_committed: &dyn Fn(&str) -> bool,
+    dense: bool,
 ) -> Result<Liveness> {
     let commits = CommitsFolder::list(store, root_listing)?;
     let ignore = commits.ignored_commits()?;
     let mut markers = commits.markers(&ignore)?;
     markers.add_root_markers(store, root_listing)?;
     let candidates = fragment_folders(store, root_listing, &markers.committed, seen_committed)?;
-    let mut liveness = judge(candidates, &markers.vacuumed);
+    let mut liveness = judge(candidates, &markers.vacuumed, dense);
     liveness.conditions = markers.conditions;
     Ok(liveness)
 }
@@ -215,31 +219,34 @@ impl Markers {
     }
 }
 
-/// Fragment folder (relative path) -> the `.vac` file of the earliest consolidation
-/// that replaced it.
+/// Fragment folder (relative path) -> the `.vac` files that list it. A folder can be
+/// listed twice (consolidated, then the result consolidated again before a vacuum).
 #[derive(Default)]
-struct VacuumLists(BTreeMap<String, String>);
+struct VacuumLists(BTreeMap<String, Vec<String>>);
 
 impl VacuumLists {
-    /// Adds the entries of the `.vac` file `source`. A folder listed twice (consolidated,
-    /// then the result consolidated again) is hidden from the first consolidation on:
-    /// the earlier end timestamp wins.
+    /// Adds the entries of the `.vac` file `source`.
     fn add(&mut self, bytes: &[u8], source: &str) {
-        let t2 = |s: &str| TimestampedName::parse(s).map_or(u64::MAX, |t| t.t2);
         for entry in parse_lines(bytes) {
             self.0
                 .entry(normalize_vacuum_entry(&entry))
-                .and_modify(|earliest| {
-                    if t2(source) < t2(earliest) {
-                        *earliest = source.to_string();
-                    }
-                })
-                .or_insert_with(|| source.to_string());
+                .or_default()
+                .push(source.to_string());
         }
     }
 
-    fn get(&self, rel_dir: &str) -> Option<&String> {
-        self.0.get(rel_dir)
+    /// The `.vac` file that hides `rel_dir` first, and from which timestamp: each
+    /// hides what it lists from the timestamp TileDB opens it at
+    /// ([`visibility::opens_from`]); a name that does not parse, always.
+    fn first_hiding(&self, rel_dir: &str, dense: bool) -> Option<(&String, u64)> {
+        let from = |vac: &str| {
+            TimestampedName::parse(vac).map_or(0, |name| visibility::opens_from(&name, dense))
+        };
+        self.0
+            .get(rel_dir)?
+            .iter()
+            .map(|vac| (vac, from(vac)))
+            .min_by_key(|(_, t)| *t)
     }
 }
 
@@ -310,7 +317,7 @@ fn fragment_folders(
 /// vacuum list; committed but listed is replaced (hidden now, still shown in the past
 /// before the consolidation); the rest is ignored, with the reason. Live fragments are
 /// sorted oldest first (by first timestamp, then name), the order TileDB merges them.
-fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists) -> Liveness {
+fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists, dense: bool) -> Liveness {
     let mut liveness = Liveness::default();
     for Candidate {
         name,
@@ -331,7 +338,7 @@ fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists) -> Liveness {
                 rel_dir,
                 reason: format!("uncommitted: no {marker}"),
             });
-        } else if let Some(vac) = vacuumed.get(&rel_dir) {
+        } else if let Some((vac, hidden_from)) = vacuumed.first_hiding(&rel_dir, dense) {
             liveness.ignored.push(Ignored {
                 rel_dir: rel_dir.clone(),
                 reason: format!("consolidated away: listed in {vac}"),
@@ -342,7 +349,7 @@ fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists) -> Liveness {
                     rel_dir,
                     timestamps,
                 },
-                hidden_from: TimestampedName::parse(vac).map_or(0, |t| t.t2),
+                hidden_from,
             });
         } else {
             liveness.live.push(FoundFragment {

@@ -10,6 +10,7 @@ pub mod layout;
 pub mod liveness;
 pub mod loaders;
 pub mod metadata;
+pub mod visibility;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -143,7 +144,8 @@ pub struct Array {
     /// The delete/update commits, with their timestamps, for the merged view.
     pub condition_commits: Vec<ConditionCommit>,
     /// Fragments a consolidation replaced that are still on disk (not vacuumed yet),
-    /// with the timestamp from which the consolidated fragment hides them.
+    /// with the timestamp from which the consolidated fragment hides them
+    /// ([`visibility`]: in a sparse array from format 15 on, its first timestamp).
     pub replaced: Vec<(Arc<Fragment>, u64)>,
     /// Fragment id -> position in `fragments`.
     by_id: HashMap<FragmentId, usize>,
@@ -225,7 +227,11 @@ impl Array {
                     .any(|f| f.rel_dir == rel_dir)
             })
         };
-        let live = liveness::find_fragments(&*store, &root, &seen_committed)?;
+        // `open` refuses arrays without schemas (checked above); the type never changes.
+        let dense = schemas
+            .last()
+            .is_some_and(|s| s.schema.array_type == crate::format::schema::ArrayType::Dense);
+        let live = liveness::find_fragments(&*store, &root, &seen_committed, dense)?;
         // Fragments still there keep their `Fragment` (metadata already parsed, and id).
         let fragment = |f: liveness::FoundFragment| {
             let kept = previous.and_then(|p| {

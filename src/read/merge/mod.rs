@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::array::field::FieldRole;
 use crate::array::fragment::{Fragment, FragmentMeta};
-use crate::array::Array;
+use crate::array::{visibility, Array};
 use crate::error::{Error, Place, Result};
 use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
 use crate::format::Datatype;
@@ -182,14 +182,20 @@ impl Merged {
         }
         let schema_file = array.schema_at(t);
         let schema = schema_file.schema.clone();
-        // Visible fragments, oldest first by (t1, name): the later wins.
-        // A replaced fragment shows until the consolidation that replaced it does.
+        // Visible fragments, oldest first by (t1, name): the later wins. TileDB opens
+        // each by its name ([`visibility`]): in a sparse array from format 15 on from
+        // its first timestamp, else from its last; a replaced fragment shows until a
+        // `.vac` file that lists it opens (in a sparse array, at the consolidated
+        // fragment's first timestamp: then that fragment alone covers its range).
+        let dense = schema.array_type == ArrayType::Dense;
         let mut candidates: Vec<(&Arc<Fragment>, Option<u64>)> = array
             .fragments
             .iter()
             .map(|f| (f, None))
             .chain(array.replaced.iter().map(|(f, hidden)| (f, Some(*hidden))))
-            .filter(|(f, hidden)| f.timestamps.t1 <= t && hidden.is_none_or(|h| h > t))
+            .filter(|(f, hidden)| {
+                visibility::is_open_at(&f.timestamps, dense, t) && hidden.is_none_or(|h| h > t)
+            })
             .collect();
         candidates
             .sort_by(|(a, _), (b, _)| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
@@ -200,17 +206,15 @@ impl Merged {
             let meta = fragment.meta(&array.schemas)?;
             // Its cells must be there before its domain is merged into the array's.
             meta.check_tile_count()?;
-            let whole = fragment.timestamps.t2 <= t;
-            // Cells carry their own timestamps from format 15 (t.tdb of format 14 is
-            // ignored: such a fragment is invisible until its end).
-            let stamped = meta.footer.has_timestamps && meta.footer.version >= 15;
-            if whole || stamped {
-                sources.push(Source {
-                    fragment: fragment.clone(),
-                    meta,
-                    partial: !whole,
-                });
-            }
+            // Opened inside its range: with per-cell timestamps it shows the cells
+            // stamped up to T, without them every cell (as TileDB does).
+            let partial =
+                visibility::partly_visible(&fragment.timestamps, meta.footer.has_timestamps, t);
+            sources.push(Source {
+                fragment: fragment.clone(),
+                meta,
+                partial,
+            });
         }
         let fields = merged_fields(&schema, &sources);
         let shape = if schema.array_type == ArrayType::Dense {
@@ -775,7 +779,86 @@ fn byte_at(cell: u64, per: u64, place: impl Fn() -> Place) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::array::OpenOptions;
+    use crate::storage::LocalStore;
+
+    /// The sources of the state at `at` of fixture `name` (tests/fixtures/consolidation):
+    /// per fragment its timestamp range and whether it shows only part of its cells.
+    fn sources_at(name: &str, at: Option<u64>) -> Vec<(u64, u64, bool)> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/consolidation")
+            .join(name);
+        let store = Arc::new(LocalStore::open(&path).unwrap());
+        let array = Array::open(store, OpenOptions::default()).unwrap();
+        let engine = Arc::new(ReadEngine::new(64 << 20));
+        let merged = Merged::open(engine, &array, at).unwrap();
+        merged
+            .sources
+            .iter()
+            .map(|s| {
+                (
+                    s.fragment.timestamps.t1,
+                    s.fragment.timestamps.t2,
+                    s.partial,
+                )
+            })
+            .collect()
+    }
+
+    /// A sparse consolidation (format 15 on) hides what it replaced from its first
+    /// timestamp on, vacuumed or not: inside its range it alone shows, its cells
+    /// stamped up to T, so cells a purge dropped never come back.
+    #[test]
+    fn a_sparse_consolidation_replaces_its_fragments_from_its_first_timestamp() {
+        // Writes 1, 2, 4 consolidated into __1_4 with purging, not vacuumed; then 7.
+        let purged = "sparse_purge_unvacuumed";
+        assert_eq!(sources_at(purged, Some(0)), vec![]);
+        assert_eq!(sources_at(purged, Some(1)), vec![(1, 4, true)]);
+        assert_eq!(sources_at(purged, Some(3)), vec![(1, 4, true)]);
+        assert_eq!(sources_at(purged, Some(4)), vec![(1, 4, false)]);
+        assert_eq!(sources_at(purged, None), vec![(1, 4, false), (7, 7, false)]);
+        // Writes 1-5, only 2-4 consolidated into __2_4, not vacuumed.
+        let window = "sparse_window_unvacuumed";
+        assert_eq!(sources_at(window, Some(1)), vec![(1, 1, false)]);
+        assert_eq!(
+            sources_at(window, Some(2)),
+            vec![(1, 1, false), (2, 4, true)]
+        );
+        assert_eq!(
+            sources_at(window, Some(5)),
+            vec![(1, 1, false), (2, 4, false), (5, 5, false)]
+        );
+    }
+
+    /// A dense consolidation shows from its last timestamp on, and what it replaced
+    /// until then; consolidated twice, each `.vac` hides its own list.
+    #[test]
+    fn a_dense_consolidation_replaces_its_fragments_from_its_last_timestamp() {
+        // Writes 1-3 consolidated into __1_3, not vacuumed; then 4.
+        let once = "dense_unvacuumed";
+        assert_eq!(
+            sources_at(once, Some(2)),
+            vec![(1, 1, false), (2, 2, false)]
+        );
+        assert_eq!(sources_at(once, Some(3)), vec![(1, 3, false)]);
+        assert_eq!(sources_at(once, None), vec![(1, 3, false), (4, 4, false)]);
+        // 1, 2 into __1_2; 3, 4 written; __1_2, 3, 4 into __1_4; then 5.
+        let twice = "dense_twice_unvacuumed";
+        assert_eq!(sources_at(twice, Some(1)), vec![(1, 1, false)]);
+        assert_eq!(sources_at(twice, Some(2)), vec![(1, 2, false)]);
+        assert_eq!(
+            sources_at(twice, Some(3)),
+            vec![(1, 2, false), (3, 3, false)]
+        );
+        assert_eq!(sources_at(twice, Some(4)), vec![(1, 4, false)]);
+        assert_eq!(
+            sources_at(twice, Some(5)),
+            vec![(1, 4, false), (5, 5, false)]
+        );
+    }
 
     #[test]
     fn byte_positions_past_64_bits_are_errors_naming_the_place() {

@@ -311,6 +311,9 @@ struct Cursor {
     /// The fragment's timestamp for cells that carry none.
     t1: u64,
     partial: bool,
+    /// Cells per tile of a fragment whose cells carry timestamps (TileDB deduplicates
+    /// its versions tile by tile: see [`newest`]); 0 otherwise.
+    tile_cells: u64,
     /// Where the current cell is in the global order, when every dimension is numeric
     /// ([`GlobalOrder::head_into`]): comparing these is the merge's inner loop.
     head: Vec<i128>,
@@ -354,6 +357,11 @@ impl<'a> Stream<'a> {
                 block: None,
                 t1: source.fragment.timestamps.t1,
                 partial: source.partial,
+                tile_cells: if source.meta.footer.has_timestamps {
+                    source.meta.cells_per_tile
+                } else {
+                    0
+                },
                 head: Vec::new(),
             });
             processed.push(if merge.deletes.is_empty() {
@@ -459,9 +467,11 @@ impl<'a> Stream<'a> {
             });
             coords.push(cells);
         }
+        // Every format that stores cell timestamps (14 on) has the reader compare by
+        // them, also between the versions one fragment holds.
         let timestamps = match find("__timestamps") {
-            Some(i) if source.meta.footer.version >= 15 => Some(u64s(&read(i)?)),
-            _ => None,
+            Some(i) => Some(u64s(&read(i)?)),
+            None => None,
         };
         let delete_timestamps = match find("__delete_timestamps") {
             Some(i) => Some(u64s(&read(i)?)),
@@ -631,18 +641,9 @@ impl<'a> Stream<'a> {
             for v in versions.iter().filter(|v| v.shown) {
                 emit(v.source, v.cell);
             }
-        } else {
-            // The newest: by timestamp, then fragment order; among equals the first
-            // stored (versions of one fragment come newest first).
-            let winner = versions.iter().enumerate().max_by(|(i, a), (j, b)| {
-                (a.timestamp, a.source)
-                    .cmp(&(b.timestamp, b.source))
-                    .then(j.cmp(i))
-            });
-            if let Some((_, v)) = winner {
-                if v.shown {
-                    emit(v.source, v.cell);
-                }
+        } else if let Some(v) = newest(&versions) {
+            if v.shown {
+                emit(v.source, v.cell);
             }
         }
         self.versions = versions;
@@ -690,6 +691,7 @@ impl<'a> Stream<'a> {
         Ok(Version {
             source: c,
             cell: cursor.pos,
+            tile: cursor.pos.checked_div(cursor.tile_cells).unwrap_or(0),
             timestamp,
             shown,
         })
@@ -700,8 +702,38 @@ impl<'a> Stream<'a> {
 struct Version {
     source: usize,
     cell: u64,
+    /// The tile of its fragment that holds it, where the fragment's cells carry
+    /// timestamps (else 0).
+    tile: u64,
     timestamp: u64,
     shown: bool,
+}
+
+/// The version of one coordinate an array without duplicates shows (TileDB's
+/// `ResultTileCmpBase::compare_timestamps` between fragments, and the deduplication
+/// of a fragment's own versions in `SparseGlobalOrderReader`): the largest cell
+/// timestamp (the fragment's first where its cells carry none), then the later
+/// fragment. The cell timestamp decides between the versions one fragment holds too,
+/// in whatever order they are stored. One fragment's versions with equal timestamps
+/// (writes at one millisecond, consolidated) are settled as TileDB settles them: in
+/// each tile the first stored (`dedup_tiles_with_timestamps`), then across each tile
+/// boundary the later tile's (`dedup_fragments_with_timestamps` keeps the earlier only
+/// when it is strictly newer): so the first stored of the last tile holding one.
+/// `versions` come in stored order per source.
+///
+/// (At such a boundary TileDB also drops the whole earlier tile when the later holds
+/// one result only, other coordinates' cells included; fragfs does not: see
+/// docs/merged.md.)
+fn newest(versions: &[Version]) -> Option<&Version> {
+    versions
+        .iter()
+        .enumerate()
+        .max_by(|(i, a), (j, b)| {
+            (a.timestamp, a.source, a.tile)
+                .cmp(&(b.timestamp, b.source, b.tile))
+                .then(j.cmp(i))
+        })
+        .map(|(_, v)| v)
 }
 
 #[cfg(test)]
@@ -734,6 +766,73 @@ mod tests {
             super::super::Shape::Sparse(s) => s,
             _ => unreachable!(),
         }
+    }
+
+    fn version(source: usize, cell: u64, timestamp: u64) -> Version {
+        Version {
+            source,
+            cell,
+            tile: 0,
+            timestamp,
+            shown: true,
+        }
+    }
+
+    /// One fragment's versions of a coordinate: the largest cell timestamp wins
+    /// wherever it is stored (a consolidated fragment with per-cell timestamps,
+    /// `sparse_versions_vacuumed`); equal ones, the first stored; between fragments
+    /// the timestamp first, then the later fragment.
+    #[test]
+    fn the_newest_version_is_the_largest_timestamp_then_the_later_fragment() {
+        let pick = |vs: &[Version]| newest(vs).map(|v| (v.source, v.cell));
+        // One consolidated fragment, newest stored first or last.
+        assert_eq!(
+            pick(&[version(0, 5, 4), version(0, 6, 3), version(0, 7, 1)]),
+            Some((0, 5))
+        );
+        assert_eq!(
+            pick(&[version(0, 5, 1), version(0, 6, 3), version(0, 7, 4)]),
+            Some((0, 7))
+        );
+        assert_eq!(
+            pick(&[version(0, 5, 2), version(0, 6, 4), version(0, 7, 3)]),
+            Some((0, 6))
+        );
+        // Equal timestamps in one fragment: the first stored.
+        assert_eq!(pick(&[version(0, 5, 3), version(0, 6, 3)]), Some((0, 5)));
+        // A consolidated fragment (source 0, cells stamped up to 4) against a later
+        // fragment written at 3: the cell timestamp decides, not the fragment order.
+        assert_eq!(pick(&[version(0, 2, 4), version(1, 0, 3)]), Some((0, 2)));
+        assert_eq!(pick(&[version(0, 2, 2), version(1, 0, 3)]), Some((1, 0)));
+        // Equal timestamps across fragments: the later fragment.
+        assert_eq!(pick(&[version(0, 2, 3), version(1, 0, 3)]), Some((1, 0)));
+        assert_eq!(pick(&[]), None);
+    }
+
+    /// Equal timestamps inside one fragment, tiles of two cells: TileDB keeps the first
+    /// of each tile, then the later tile's at each boundary
+    /// (`sparse_equal_timestamps_vacuumed`).
+    #[test]
+    fn tied_versions_in_one_fragment_go_to_the_first_of_the_last_tile() {
+        let tiled = |cell: u64, timestamp: u64| Version {
+            tile: cell / 2,
+            ..version(0, cell, timestamp)
+        };
+        let pick = |vs: &[Version]| newest(vs).map(|v| v.cell);
+        // Cells 0-3 in tiles 0 and 1, all stamped 5: cell 2.
+        let tied: Vec<Version> = (0..4).map(|c| tiled(c, 5)).collect();
+        assert_eq!(pick(&tied), Some(2));
+        // Cells 1-4 (tiles 0, 1, 2): the last tile holds cell 4 alone.
+        let tied: Vec<Version> = (1..5).map(|c| tiled(c, 5)).collect();
+        assert_eq!(pick(&tied), Some(4));
+        // A strictly newer version wins wherever it is.
+        assert_eq!(pick(&[tiled(0, 6), tiled(1, 5), tiled(2, 5)]), Some(0));
+        assert_eq!(pick(&[tiled(0, 5), tiled(1, 6), tiled(2, 5)]), Some(1));
+        // The newest tie in the last tile that holds one: cells 1 and 2 tie at 6.
+        assert_eq!(
+            pick(&[tiled(0, 5), tiled(1, 6), tiled(2, 6), tiled(3, 5)]),
+            Some(2)
+        );
     }
 
     /// Reads that stream in steps of any size (resuming, recording checkpoints as they
