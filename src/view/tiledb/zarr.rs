@@ -462,6 +462,24 @@ mod tests {
         assert_eq!(t.zarr_stores.builds(), 2);
     }
 
+    /// A read's cut keeps what it can: cells that came short of the range give fewer
+    /// bytes, never a panic.
+    #[test]
+    fn cuts_clamp_to_the_bytes_the_cells_gave() {
+        let mut out = b"xxabcdef".to_vec();
+        cut(&mut out, 2, 1, 3);
+        assert_eq!(out, b"xxbcd");
+        let mut out = b"xxab".to_vec();
+        cut(&mut out, 2, 5, 3);
+        assert_eq!(out, b"xx");
+        let mut out = b"xxabc".to_vec();
+        cut(&mut out, 2, 1, 10);
+        assert_eq!(out, b"xxbc");
+        let mut out = b"xx".to_vec();
+        cut(&mut out, 2, 0, 4);
+        assert_eq!(out, b"xx");
+    }
+
     /// Messages name paths, as the user sees them, never internal types.
     #[test]
     fn messages_name_paths() {
