@@ -202,7 +202,9 @@ impl ArrayTree {
             let b = starts[..blocks]
                 .partition_point(|&s| s <= pos)
                 .saturating_sub(1);
-            let (start, stop) = (starts[b], starts[b + 1]);
+            let (Some(&start), Some(&stop)) = (starts.get(b), starts.get(b + 1)) else {
+                break;
+            };
             let block = self.caches.views.get_or_load(
                 self.chunk_key(ino, ViewKey::ChunkBlock(generation, b as u64)),
                 || chunk.block(b as u64).map(ViewItem::Bytes),
