@@ -127,9 +127,11 @@ impl ArrayTree {
     ) -> Result<Arc<ViewItem>> {
         let key = self.chunk_key(ino, ViewKey::ChunkIndex(generation));
         let index = self.caches.views.get_or_load(key, || {
+            // A chunk the encoding cannot count fails here, before any cell is read
+            // (so the index stays within 8 bytes per 4096 of at most 2^32 cells).
+            chunk.header()?;
             let blocks = chunk.desc.chunk_cells().div_ceil(BLOCK_CELLS);
-            let mut starts = Vec::with_capacity(blocks as usize + 1);
-            starts.push(HEADER);
+            let mut starts = vec![HEADER];
             for b in 0..blocks {
                 let bytes = chunk.block(b)?;
                 let end = starts.last().copied().unwrap_or(HEADER) + bytes.len() as u64;
