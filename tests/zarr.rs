@@ -1,7 +1,9 @@
 //! `zarr/`: dense arrays as a Zarr store, read by real readers through real mounts.
 //! zarr-python 3 (as Zarr v2 and v3) against TileDB's reads (merged.json) and TileDB-Py's
 //! own `A[:]` (tests/check_zarr.py), xarray's dims and coordinates, GDAL's Zarr driver,
-//! and a slice read decoding only the tiles of the chunks it needs.
+//! and a slice read decoding only the tiles of the chunks it needs. Strings, bytes and
+//! cells of several values also over tests/fixtures/zarr/ (scripts/make_zarr_fixtures.py),
+//! and their chunk files byte by byte.
 
 mod common;
 
@@ -95,6 +97,27 @@ fn shared_corpus_opens_in_zarr_python_as_tiledb_reads_it() {
     println!("{ok} dense corpus arrays match through zarr/ ({not_shown} have none, said why)");
     assert_eq!(ok + not_shown, dense_count(&merged));
     assert!(ok > 200, "{ok}");
+}
+
+/// Arrays written by `scripts/make_zarr_fixtures.py`: strings, bytes and cells of
+/// several values, with cells no fragment wrote.
+fn zarr_fixtures() -> PathBuf {
+    repo().join("tests/fixtures/zarr")
+}
+
+#[test]
+fn string_and_multi_value_fixtures_open_in_zarr_python_as_tiledb_reads_them() {
+    if !fuse_available("zarr-python through the mount") {
+        return;
+    }
+    let Some(python) = python_with("zarr") else {
+        return;
+    };
+    let arrays = expected_files(&zarr_fixtures());
+    let merged = merged_files(&zarr_fixtures());
+    let (ok, not_shown) = check(&python, &arrays, &merged);
+    assert_eq!((ok, not_shown), (arrays.len(), 0));
+    assert_eq!(dense_count(&merged), 3);
 }
 
 fn mount_feature(name: &str) -> InProcess {
@@ -324,4 +347,313 @@ fn time_travel_and_sparse_arrays() {
         array["zarr"]["why"].as_str().unwrap().contains("sparse"),
         "{array}"
     );
+}
+
+fn mount_zarr_fixture(name: &str) -> InProcess {
+    let dir = zarr_fixtures();
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.expected.json"))).unwrap())
+            .unwrap();
+    InProcess::new(&dir.join(name), &expected, 16 << 20, 2)
+}
+
+/// xarray sees strings, bytes and a cell's values (one more dimension, named after the
+/// attribute) in both Zarr versions, equal to TileDB-Py's `A[:]` (a var cell of one NUL
+/// byte, the fill value, read as empty as TileDB-Py does; STRING_ASCII decoded).
+#[test]
+fn xarray_opens_strings_and_cells_of_several_values() {
+    if !fuse_available("xarray through the mount") {
+        return;
+    }
+    let Some(python) = python_with("xarray") else {
+        return;
+    };
+    let script = r#"
+import sys, warnings
+import numpy as np, xarray as xr, tiledb
+from numpy.lib import recfunctions
+warnings.filterwarnings("ignore")
+mnt, array = sys.argv[1], sys.argv[2]
+with tiledb.open(array) as A:
+    data = A[:]
+    dims = [A.schema.domain.dim(i).name for i in range(A.schema.ndim)]
+
+def objects(values, shape):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(shape)
+
+def from_tiledb_py(x):
+    """Several values per cell as a last dimension; STRING_ASCII (bytes) decoded."""
+    x = np.ma.getdata(x)
+    if x.dtype.names:
+        return recfunctions.structured_to_unstructured(x)
+    if x.dtype == object:
+        return objects([v.decode() if isinstance(v, bytes) and name == "ascii" else v
+                        for v in x.ravel()], x.shape)
+    return x
+
+def tiledb_py_view(x):
+    """TileDB-Py reads a var cell of one NUL byte (the fill value) as empty."""
+    x = np.asarray(x)
+    return objects(["" if v == "\x00" else b"" if v == b"\x00" else v for v in x.ravel().tolist()], x.shape)
+
+for fmt in (2, 3):
+    ds = xr.open_zarr(mnt + "/zarr", consolidated=False, zarr_format=fmt, mask_and_scale=False)
+    checked = 0
+    for name in ["rgb", "pair", "pair_fill", "code", "s", "ascii", "raw", "n_s", "n_rgb"]:
+        v = ds[name]
+        extra = [name + "__values"] if name in ("rgb", "pair", "pair_fill", "n_rgb") else []
+        assert list(v.dims) == dims + extra, (fmt, name, v.dims)
+        mask = np.ma.getmaskarray(data[name])
+        if mask.dtype.names:
+            mask = recfunctions.structured_to_unstructured(mask).any(axis=-1)
+        keep = ~mask
+        want = from_tiledb_py(data[name])
+        got = v.values
+        if got.dtype.kind in "OT":
+            got = tiledb_py_view(got)
+            ok = got[keep].tolist() == want[keep].tolist()
+        else:
+            ok = np.array_equal(got[keep], want[keep], equal_nan=got.dtype.kind == "f")
+        assert ok, (fmt, name, got, want)
+        if name.startswith("n_"):
+            assert np.array_equal(ds[name + "__validity"].values, keep.astype(np.uint8)), (fmt, name)
+        checked += 1
+    # Selection by TileDB coordinates reaches the strings too.
+    row = tiledb_py_view(ds["s"].sel(r=1, c=slice(1, 3)).values).tolist()
+    assert row == list(data["s"][0, 0:3]), (fmt, row)
+    print("ok", fmt, checked)
+"#;
+    let m = mount_zarr_fixture("zarr_cells");
+    let out = run_python(
+        &python,
+        script,
+        &[m.path(), &zarr_fixtures().join("zarr_cells")],
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("ok "))
+            .collect::<Vec<_>>(),
+        ["ok 2 9", "ok 3 9"],
+        "{out}"
+    );
+}
+
+/// The elements of a chunk of strings or bytes: numcodecs' VLen encoding (u32 count,
+/// then per element u32 length and bytes).
+fn vlen_elements(chunk: &[u8]) -> Vec<Vec<u8>> {
+    let u32_at = |at: usize| u32::from_le_bytes(chunk[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 4;
+    let mut out = Vec::new();
+    for _ in 0..u32_at(0) {
+        let len = u32_at(at);
+        out.push(chunk[at + 4..at + 4 + len].to_vec());
+        at += 4 + len;
+    }
+    assert_eq!(at, chunk.len(), "bytes after the last element");
+    out
+}
+
+/// TileDB's merged values of a var field at the latest state, as bytes per cell.
+fn merged_bytes(array: &str, field: &str) -> Vec<Vec<u8>> {
+    let merged: Value = serde_json::from_slice(
+        &std::fs::read(zarr_fixtures().join(format!("{array}.merged.json"))).unwrap(),
+    )
+    .unwrap();
+    merged["reads"][0]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == field)
+        .unwrap()["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Array(b) => b.iter().map(|x| x.as_u64().unwrap() as u8).collect(),
+            Value::Null => Vec::new(),
+            other => panic!("{other}"),
+        })
+        .collect()
+}
+
+/// A chunk of strings is sized once rendered (`stat` says 0 and not exact until then),
+/// holds its tile's cells in row-major order (fill values where no fragment wrote, past
+/// the domain's end too), reads the same in any pieces across its blocks of cells, and
+/// a read past its end returns fewer bytes.
+#[test]
+fn string_chunks_are_rendered_lazily_and_read_in_any_pieces() {
+    use fragfs::view::{ArrayTree, FileTree};
+    let t = ArrayTree::open_path(
+        &zarr_fixtures().join("zarr_big_chunk"),
+        Default::default(),
+        16 << 20,
+    )
+    .unwrap();
+    let ino = t.resolve("zarr/s/0").unwrap();
+    let before = t.stat(ino).unwrap();
+    assert_eq!((before.size, before.exact_size), (0, false));
+    let whole = t.read_at(ino, 0, u64::MAX).unwrap();
+    let after = t.stat(ino).unwrap();
+    assert_eq!((after.size, after.exact_size), (whole.len() as u64, true));
+    assert_eq!(t.size(ino).unwrap(), whole.len() as u64);
+    // x 0-5999 in tiles of 4500: chunk 0 is x 0-4499, TileDB's cells as merged.
+    let cells = merged_bytes("zarr_big_chunk", "s");
+    let elements = vlen_elements(&whole);
+    assert_eq!(elements.len(), 4500);
+    // The non-empty box starts at x 5: before it, the fill value (one NUL byte).
+    assert_eq!(&elements[..5], vec![vec![0u8]; 5].as_slice());
+    assert_eq!(&elements[5..], &cells[..4495]);
+    // Pieces that cut elements, headers and blocks of 4096 cells give the same bytes.
+    for step in [1usize, 7, 4096, 20000] {
+        let mut pieces = Vec::new();
+        let mut at = 0u64;
+        while at < whole.len() as u64 + 10 {
+            pieces.extend(t.read_at(ino, at, step as u64).unwrap());
+            at += step as u64;
+        }
+        assert_eq!(pieces, whole, "pieces of {step}");
+    }
+    assert!(t.read_at(ino, whole.len() as u64, 100).unwrap().is_empty());
+    assert_eq!(
+        t.read_at(ino, whole.len() as u64 - 3, 100).unwrap().len(),
+        3
+    );
+    // The last chunk runs 3000 cells past the domain: fill values, like x 4601-5999.
+    let last = vlen_elements(
+        &t.read_at(t.resolve("zarr/s/c/1").unwrap(), 0, u64::MAX)
+            .unwrap(),
+    );
+    assert_eq!(last.len(), 4500);
+    assert_eq!(&last[..101], &cells[4495..]);
+    assert!(
+        last[101..].iter().all(|e| e == &[0u8]),
+        "fill past the writes"
+    );
+    assert_eq!(
+        last,
+        vlen_elements(
+            &t.read_at(t.resolve("zarr/s/1").unwrap(), 0, u64::MAX)
+                .unwrap()
+        )
+    );
+}
+
+/// Bytes (var CHAR) and strings that are not UTF-8: bytes as stored, strings with
+/// U+FFFD in place of each bad sequence (a reader would fail on the chunk otherwise);
+/// fixed-size chunks cut at any offset, past their end fewer bytes.
+#[test]
+fn chunks_of_bytes_and_of_bad_utf8() {
+    use fragfs::view::{ArrayTree, FileTree};
+    let open = |name: &str| {
+        ArrayTree::open_path(&zarr_fixtures().join(name), Default::default(), 16 << 20).unwrap()
+    };
+    let t = open("zarr_invalid_utf8");
+    let read = |t: &ArrayTree, p: &str| t.read_at(t.resolve(p).unwrap(), 0, u64::MAX).unwrap();
+    let s = vlen_elements(&read(&t, "zarr/s/0"));
+    let want: Vec<Vec<u8>> = merged_bytes("zarr_invalid_utf8", "s")[..3]
+        .iter()
+        .map(|b| String::from_utf8_lossy(b).into_owned().into_bytes())
+        .collect();
+    assert_eq!(s, want);
+    assert_eq!(s[1], "\u{fffd}\u{fffd}ab".as_bytes());
+    let ascii = vlen_elements(&read(&t, "zarr/ascii/c/0"));
+    assert_eq!(ascii[1], "caf\u{fffd}".as_bytes());
+    // var CHAR: the bytes themselves, 0xFF and NUL included.
+    let t = open("zarr_cells");
+    let raw = vlen_elements(&read(&t, "zarr/raw/0.0"));
+    let cells = merged_bytes("zarr_cells", "raw");
+    // Chunk 0.0 is r 1-3, c 1-4; the merged box's rows are c 1-8.
+    let want: Vec<Vec<u8>> = (0..3)
+        .flat_map(|r| cells[r * 8..r * 8 + 4].to_vec())
+        .collect();
+    assert_eq!(raw, want);
+    assert!(raw.iter().any(|b| b.contains(&255)) && raw.contains(&vec![128]));
+    // A cell of three floats: chunks of 3 x 4 x 3 float32s, cut anywhere.
+    let ino = t.resolve("zarr/rgb/0.0.0").unwrap();
+    assert_eq!(t.stat(ino).unwrap().size, 3 * 4 * 3 * 4);
+    let whole = t.read_at(ino, 0, u64::MAX).unwrap();
+    assert_eq!(whole.len(), 144);
+    assert_eq!(t.read_at(ino, 5, 6).unwrap(), whole[5..11]);
+    assert_eq!(t.read_at(ino, 140, 100).unwrap(), whole[140..]);
+    assert!(t.read_at(ino, 144, 1).unwrap().is_empty());
+    assert_eq!(
+        t.stat(t.resolve("zarr/code/0.0").unwrap()).unwrap().size,
+        3 * 4 * 4
+    );
+}
+
+/// array.json names every attribute of the fixtures as shown, and the store has the
+/// arrays: tiles no fragment wrote have no chunk file, except where a cell's fill value
+/// of differing values cannot be one Zarr fill value (`pair_fill`).
+#[test]
+fn array_json_shows_strings_and_cells_of_several_values() {
+    use fragfs::view::{ArrayTree, FileTree};
+    let t = ArrayTree::open_path(
+        &zarr_fixtures().join("zarr_cells"),
+        Default::default(),
+        16 << 20,
+    )
+    .unwrap();
+    let array: Value = serde_json::from_slice(
+        &t.read_at(t.resolve("array.json").unwrap(), 0, 1 << 20)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(array["zarr"]["not_shown"], serde_json::json!({}), "{array}");
+    let shown: Vec<&str> = array["zarr"]["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for name in [
+        "rgb",
+        "pair",
+        "pair_fill",
+        "code",
+        "s",
+        "ascii",
+        "raw",
+        "n_s",
+        "n_s__validity",
+        "n_ascii",
+        "n_rgb",
+        "n_rgb__validity",
+        "r",
+        "c",
+    ] {
+        assert!(shown.contains(&name), "{name}: {shown:?}");
+    }
+    let names = |p: &str| -> Vec<String> {
+        t.list(t.resolve(p).unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    };
+    // Tiles (r 1-3, c 5-8) and (r 4-6, c 1-4) were never written.
+    assert_eq!(names("zarr/s")[3..], ["c", "0.0", "1.1"]);
+    assert_eq!(names("zarr/rgb")[3..], ["c", "0.0.0", "1.1.0"]);
+    assert_eq!(names("zarr/rgb/c/1"), ["1"]);
+    assert_eq!(names("zarr/rgb/c/1/1"), ["0"]);
+    assert_eq!(
+        names("zarr/pair_fill")[3..],
+        ["c", "0.0.0", "0.1.0", "1.0.0", "1.1.0"]
+    );
+    let zarray = |p: &str| -> Value {
+        serde_json::from_slice(&t.read_at(t.resolve(p).unwrap(), 0, 1 << 20).unwrap()).unwrap()
+    };
+    let rgb = zarray("zarr/rgb/.zarray");
+    assert_eq!(rgb["shape"], serde_json::json!([6, 8, 3]));
+    assert_eq!(rgb["chunks"], serde_json::json!([3, 4, 3]));
+    let s = zarray("zarr/s/zarr.json");
+    assert_eq!(s["data_type"], "string");
+    assert_eq!(s["fill_value"], "\u{0}");
+    assert_eq!(s["codecs"][0]["name"], "vlen-utf8");
+    assert_eq!(zarray("zarr/raw/.zarray")["filters"][0]["id"], "vlen-bytes");
+    assert_eq!(zarray("zarr/raw/.zarray")["fill_value"], "gA==");
+    assert_eq!(zarray("zarr/code/.zarray")["dtype"], "|S4");
 }

@@ -25,6 +25,11 @@ pub enum ViewKey {
     TextIndex(u64),
     /// The rendered text of one block of cells (generation, block).
     TextBlock(u64, u64),
+    /// Where each block of a Zarr chunk of strings starts, at a generation (a
+    /// [`ViewItem::TextIndex`], always complete).
+    ChunkIndex(u64),
+    /// The encoded bytes of one block of a Zarr chunk's cells (generation, block).
+    ChunkBlock(u64, u64),
 }
 
 /// A view item with its owner: the tree (see [`Caches::new_owner`]) and the tree's own
@@ -40,7 +45,8 @@ pub enum ViewItem {
     Bytes(Vec<u8>),
     /// Where each block of a text file starts (and, once `complete`, where the last ends):
     /// grown block by block as reads go further, so a sequential reader renders each
-    /// block once and the first bytes come at once.
+    /// block once and the first bytes come at once. (A Zarr chunk of strings keeps
+    /// one too, built whole.)
     TextIndex {
         starts: Vec<u64>,
         complete: bool,

@@ -622,9 +622,47 @@ impl Merged {
                 validity,
             ));
         }
+        self.var_cells(field, first, self.runs(first, n)?, validity)
+    }
+
+    /// Dense arrays: cells `[first, first + n)`, in row-major order, of the box
+    /// `region` (as in [`Merged::region_into`]) of var-size attribute `f`: what a Zarr
+    /// chunk of a string attribute holds, read a block at a time. Their validity is not
+    /// read (Zarr keeps it in an array of its own, read by [`Merged::region_into`], as
+    /// are fixed-size fields, which need no cell bounds).
+    pub fn region_cells(
+        &self,
+        f: usize,
+        region: &[(i128, i128)],
+        first: u64,
+        n: u64,
+    ) -> Result<Cells> {
+        let field = self.field(f)?;
+        let Shape::Dense(d) = &self.shape else {
+            return Err(Error::NotFound("a box of a sparse array".into()));
+        };
+        if !field.is_var() {
+            return Err(Error::NotFound(format!(
+                "var-size cells of fixed-size field {}",
+                field.name
+            )));
+        }
+        let runs = trim_runs(d.region_runs(region), first, n);
+        self.var_cells(field, first, runs, None)
+    }
+
+    /// The cells of `runs` of var-size field `field` (the first is output cell
+    /// `first`), with their validity.
+    fn var_cells(
+        &self,
+        field: &MergedField,
+        first: u64,
+        runs: Vec<Run>,
+        validity: Option<Vec<u8>>,
+    ) -> Result<Cells> {
         let mut values = Vec::new();
         let mut bounds = vec![0u64];
-        for run in self.runs(first, n)? {
+        for run in runs {
             let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
             let Some((s, i)) = source_field else {
                 for _ in 0..run.count {

@@ -3,7 +3,9 @@
 //! the view cache, `zarr/`'s files through the Zarr store; and how long the kernel may
 //! keep what it learns of each node.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::view::cache::{slice_into, OwnedKey, ViewItem, ViewKey};
@@ -43,8 +45,30 @@ impl ArrayTree {
                 let (at, face) = self.face(ino, *of, *id);
                 face.known_size(&at)
             }
+            Node::Zarr(w, z) => self.zarr_known_size(ino, *w, z),
             other => self.file_size(ino, other).map(Some),
         }
+    }
+
+    /// The size of a file learnt by rendering it whole once (a text file read to its
+    /// end, a Zarr chunk of strings), at a generation of the tree (0: it never changes).
+    /// Learnt sizes are kept apart from the evictable cache: a size shown once must not
+    /// go back to 0, or the kernel, which trusts it for files opened since, would cut
+    /// their reads short.
+    pub(super) fn learnt_size(&self, ino: Ino, generation: u64) -> Option<u64> {
+        self.lock_learnt_sizes().get(&(ino, generation)).copied()
+    }
+
+    /// Keeps a rendered file's size (16 bytes each; sizes of older generations go).
+    pub(super) fn learn_size(&self, ino: Ino, generation: u64, size: u64) {
+        let mut sizes = self.lock_learnt_sizes();
+        let now = self.generation.load(Ordering::Acquire);
+        sizes.retain(|&(_, g), _| g == 0 || g == now);
+        sizes.insert((ino, generation), size);
+    }
+
+    fn lock_learnt_sizes(&self) -> MutexGuard<'_, HashMap<(Ino, u64), u64>> {
+        self.learnt_sizes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The exact size of a file (0 for folders).
@@ -68,7 +92,7 @@ impl ArrayTree {
                 let (at, face) = self.face(ino, *of, *id);
                 face.size(&at)?
             }
-            Node::Zarr(w, z) => self.zarr_size(*w, z)?,
+            Node::Zarr(w, z) => self.zarr_size(ino, *w, z)?,
             Node::ArrayJson
             | Node::MetadataJson
             | Node::SchemaJson
@@ -201,7 +225,7 @@ impl ArrayTree {
                 let (at, face) = self.face(ino, *of, *id);
                 face.read_into(&at, offset, len, out)
             }
-            Node::Zarr(w, z) => self.zarr_read_into(*w, z, offset, len, out),
+            Node::Zarr(w, z) => self.zarr_read_into(ino, *w, z, offset, len, out),
             Node::ArrayJson
             | Node::MetadataJson
             | Node::SchemaJson

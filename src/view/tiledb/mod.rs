@@ -191,8 +191,9 @@ pub struct ArrayTree {
     /// Held while a text file's index grows: one thread per file (others reading the
     /// same file then find it grown), other files unhindered.
     indexing: crate::view::locks::KeyedLocks<Ino>,
-    /// Text files' sizes once learned, by file and generation (see `known_text_size`).
-    text_sizes: Mutex<HashMap<(Ino, u64), u64>>,
+    /// Sizes of files once learned by rendering them (text files, Zarr chunks of
+    /// strings), by file and generation (see `learnt_size`).
+    learnt_sizes: Mutex<HashMap<(Ino, u64), u64>>,
     /// The dimension labels' trees opened so far.
     labels: Subtrees<usize>,
     /// The merged states opened, with the rescan generation they were merged at.
@@ -220,7 +221,7 @@ impl ArrayTree {
             pinned: Arc::default(),
             refresh_interval: REFRESH_INTERVAL,
             indexing: Default::default(),
-            text_sizes: Mutex::new(HashMap::new()),
+            learnt_sizes: Mutex::new(HashMap::new()),
             labels: Subtrees::default(),
             states: MergedStates::default(),
             zarr_stores: zarr::ZarrStores::new(),

@@ -10,8 +10,6 @@
 //! `cat` renders each block once and its first bytes come at once; a text file of any
 //! size is served in bounded memory.
 
-use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::merged::state_dir;
@@ -51,7 +49,7 @@ impl ArrayTree {
     /// trusts it for files opened since, would cut their reads short.
     pub(super) fn known_text_size(&self, ino: Ino, file: &TextFile) -> Option<u64> {
         let generation = self.generation_of(file.folder);
-        if let Some(&size) = self.lock_text_sizes().get(&(ino, generation)) {
+        if let Some(size) = self.learnt_size(ino, generation) {
             return Some(size);
         }
         let index = self
@@ -61,23 +59,11 @@ impl ArrayTree {
         match index.text_index("a text index") {
             Ok((starts, true)) => {
                 let size = starts.last().copied()?;
-                self.learn_text_size(ino, generation, size);
+                self.learn_size(ino, generation, size);
                 Some(size)
             }
             _ => None,
         }
-    }
-
-    fn lock_text_sizes(&self) -> std::sync::MutexGuard<'_, HashMap<(Ino, u64), u64>> {
-        self.text_sizes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Keeps a text file's size (16 bytes each; sizes of older generations go).
-    fn learn_text_size(&self, ino: Ino, generation: u64, size: u64) {
-        let mut sizes = self.lock_text_sizes();
-        let now = self.generation.load(Ordering::Acquire);
-        sizes.retain(|&(_, g), _| g == 0 || g == now);
-        sizes.insert((ino, generation), size);
     }
 
     /// The exact size of a text file (rendered whole once, if it was not yet).
@@ -194,7 +180,7 @@ impl ArrayTree {
         }
         if b >= blocks {
             if let Some(&size) = starts.last() {
-                self.learn_text_size(ino, generation, size);
+                self.learn_size(ino, generation, size);
             }
         }
         let index = Arc::new(ViewItem::TextIndex {

@@ -15,6 +15,7 @@
 
 mod meta;
 mod stores;
+mod vlen;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -23,11 +24,13 @@ use std::sync::Arc;
 pub(super) use self::meta::summary;
 use self::meta::{key_v2, key_v3, parse_key, ZArray, ZDesc, ZField, ZMeta, ZStore};
 pub(super) use self::stores::ZarrStores;
+use self::vlen::VlenChunk;
 use super::merged::When;
 use super::{ArrayTree, Node};
 use crate::error::{Error, Result};
 use crate::read::merge::Merged;
 use crate::view::cache::slice_into;
+use crate::view::nodes::Ino;
 
 /// A node under `zarr/`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -252,21 +255,68 @@ impl ArrayTree {
         }
     }
 
-    /// The size of a file: chunks from the grid, metadata rendered.
-    pub(super) fn zarr_size(&self, w: When, node: &ZNode) -> Result<u64> {
+    /// The size of a file if it is known without rendering it: chunks of fixed-size
+    /// elements from the grid, of variable-length ones once rendered (else `None`, and
+    /// `stat` shows 0); metadata rendered.
+    pub(super) fn zarr_known_size(&self, ino: Ino, w: When, node: &ZNode) -> Result<Option<u64>> {
+        if let ZNode::Chunk(a, _) | ZNode::KeyChunk(a, _) = node {
+            let (_, store) = self.zstore(w)?;
+            if self.zarray(w, &store, *a)?.fixed_chunk_bytes().is_none() {
+                return Ok(self.vlen_known_size(ino));
+            }
+        }
+        self.zarr_size(ino, w, node).map(Some)
+    }
+
+    /// The exact size of a file: chunks from the grid (variable-length ones rendered),
+    /// metadata rendered.
+    pub(super) fn zarr_size(&self, ino: Ino, w: When, node: &ZNode) -> Result<u64> {
         match node {
-            ZNode::Chunk(a, _) | ZNode::KeyChunk(a, _) => {
-                let (_, store) = self.zstore(w)?;
-                Ok(self.zarray(w, &store, *a)?.chunk_bytes())
+            ZNode::Chunk(a, c) | ZNode::KeyChunk(a, c) => {
+                let (merged, store) = self.zstore(w)?;
+                let d = self.zarray(w, &store, *a)?;
+                match d.fixed_chunk_bytes() {
+                    Some(size) => Ok(size),
+                    None => self.vlen_size(ino, &self.vlen_chunk(w, &merged, d, c, node)?),
+                }
             }
             n if n.is_dir() => Ok(0),
             _ => Ok(self.zarr_meta(w, node)?.len() as u64),
         }
     }
 
-    /// Appends bytes `[offset, offset + len)` of a file to `out`.
+    /// Chunk `c` of variable-length array `d` of the state at `w`.
+    fn vlen_chunk<'a>(
+        &self,
+        w: When,
+        merged: &'a Merged,
+        d: &'a ZDesc,
+        c: &'a [u64],
+        node: &ZNode,
+    ) -> Result<VlenChunk<'a>> {
+        let ZArray::Values(field) = d.array else {
+            return Err(Error::NotFound(format!(
+                "{}: not an array of strings",
+                self.zarr_path(w, node)
+            )));
+        };
+        Ok(VlenChunk {
+            w,
+            merged,
+            desc: d,
+            field,
+            chunk: c,
+            key: match node {
+                ZNode::KeyChunk(..) => key_v3(c),
+                _ => key_v2(c),
+            },
+        })
+    }
+
+    /// Appends bytes `[offset, offset + len)` of a file to `out` (fewer at its end).
     pub(super) fn zarr_read_into(
         &self,
+        ino: Ino,
         w: When,
         node: &ZNode,
         offset: u64,
@@ -283,11 +333,16 @@ impl ArrayTree {
         };
         let (merged, store) = self.zstore(w)?;
         let d = self.zarray(w, &store, a)?;
-        let end = offset.saturating_add(len).min(d.chunk_bytes());
+        let Some(chunk_bytes) = d.fixed_chunk_bytes() else {
+            let chunk = self.vlen_chunk(w, &merged, d, c, node)?;
+            return self.vlen_read_into(ino, &chunk, offset, len, out);
+        };
+        let end = offset.saturating_add(len).min(chunk_bytes);
         if offset >= end {
             return Ok(());
         }
-        let size = d.ty.size;
+        // Whole cells: one element, a cell's values, or a validity byte.
+        let size = d.cell_bytes().max(1);
         let (first, last) = (offset / size, end.div_ceil(size));
         let before = out.len();
         match a {
@@ -303,9 +358,9 @@ impl ArrayTree {
                 }
             }
         }
-        // Cut to the bytes asked for (a read need not start at an element).
-        out.drain(before..before + (offset - first * size) as usize);
-        out.truncate(before + (end - offset) as usize);
+        // Cut to the bytes asked for (a read need not start at a cell; the cells may
+        // come short of it, and then fewer bytes are returned, never a panic).
+        cut(out, before, offset - first * size, end - offset);
         Ok(())
     }
 
@@ -343,6 +398,15 @@ impl ArrayTree {
             }
         }
     }
+}
+
+/// Keeps `len` bytes of `out[before..]` from `skip` on, clamped to what is there.
+fn cut(out: &mut Vec<u8>, before: usize, skip: u64, len: u64) {
+    let have = out.len().saturating_sub(before) as u64;
+    let skip = skip.min(have);
+    let keep = len.min(have - skip);
+    out.drain(before..before + skip as usize);
+    out.truncate(before + keep as usize);
 }
 
 /// The path of a state's `zarr/` folder: at the root for the latest state.
@@ -398,6 +462,24 @@ mod tests {
         assert_eq!(t.zarr_stores.builds(), 2);
     }
 
+    /// A read's cut keeps what it can: cells that came short of the range give fewer
+    /// bytes, never a panic.
+    #[test]
+    fn cuts_clamp_to_the_bytes_the_cells_gave() {
+        let mut out = b"xxabcdef".to_vec();
+        cut(&mut out, 2, 1, 3);
+        assert_eq!(out, b"xxbcd");
+        let mut out = b"xxab".to_vec();
+        cut(&mut out, 2, 5, 3);
+        assert_eq!(out, b"xx");
+        let mut out = b"xxabc".to_vec();
+        cut(&mut out, 2, 1, 10);
+        assert_eq!(out, b"xxbc");
+        let mut out = b"xx".to_vec();
+        cut(&mut out, 2, 0, 4);
+        assert_eq!(out, b"xx");
+    }
+
     /// Messages name paths, as the user sees them, never internal types.
     #[test]
     fn messages_name_paths() {
@@ -443,7 +525,7 @@ mod tests {
         );
         let mut out = Vec::new();
         assert_eq!(
-            t.zarr_read_into(None, &ZNode::KeyDir(i32, vec![]), 0, 1, &mut out)
+            t.zarr_read_into(0, None, &ZNode::KeyDir(i32, vec![]), 0, 1, &mut out)
                 .err()
                 .unwrap()
                 .to_string(),
