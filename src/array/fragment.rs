@@ -83,6 +83,15 @@ pub struct Fragment {
     files: Lazy<Arc<HashMap<String, u64>>>,
 }
 
+/// A fragment gone (its array closed, or vacuumed and no file open in it) takes its
+/// metadata out of the cache: the metadata holds the fragment's store, and with it the
+/// store's open files, which would otherwise stay open as long as the entry.
+impl Drop for Fragment {
+    fn drop(&mut self) {
+        metas().remove(&self.id);
+    }
+}
+
 /// Which per-slot list of tile positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TileList {
@@ -768,4 +777,30 @@ fn dense_tiling(
         grid.cells_per_tile(),
         grid.cells_per_tile(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::{Array, OpenOptions};
+    use crate::storage::LocalStore;
+
+    /// Metadata is cached beyond the fragment's own life no longer than the fragment:
+    /// closing the array drops it, and with it the store (and the store's open files).
+    #[test]
+    fn a_closed_arrays_metadata_and_store_are_let_go() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiledb/sample");
+        let store = Arc::new(LocalStore::open(&path).unwrap());
+        let weak = Arc::downgrade(&store);
+        let array = Array::open(store, OpenOptions::default()).unwrap();
+        let ids: Vec<FragmentId> = array.fragments.iter().map(|f| f.id).collect();
+        for f in &array.fragments {
+            f.meta(&array.schemas).unwrap();
+            assert!(f.meta_loaded());
+        }
+        drop(array);
+        assert!(ids.iter().all(|id| !metas().contains(id)));
+        assert!(weak.upgrade().is_none(), "the store is still held");
+    }
 }

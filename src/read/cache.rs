@@ -134,6 +134,15 @@ impl<K: Hash + Eq + Clone, V: Weigh> Cache<K, V> {
         result
     }
 
+    /// Drops `key`'s value, if cached (what it belongs to is gone).
+    pub fn remove(&self, key: &K) {
+        let mut lru = self.lock();
+        if let Some(e) = lru.map.remove(key) {
+            lru.order.remove(&e.tick);
+            lru.used -= e.weight;
+        }
+    }
+
     /// The cached value, without touching its recency (a `stat` is no use of it).
     pub fn peek(&self, key: &K) -> Option<Arc<V>> {
         self.lock().map.get(key).map(|e| e.value.clone())
