@@ -104,21 +104,7 @@ impl ArrayTree {
     /// enumerated attribute, its enumeration and the schema the labels come from; `null`
     /// when no attribute is enumerated.
     pub(super) fn enumerations_json(&self, folder: Folder) -> Result<Value> {
-        let fields: Vec<String> = match folder {
-            Folder::Fragment(f) => self
-                .meta(f)?
-                .1
-                .fields
-                .iter()
-                .map(|x| x.name.clone())
-                .collect(),
-            Folder::State(w) => self
-                .merged(w)?
-                .fields
-                .iter()
-                .map(|x| x.name.clone())
-                .collect(),
-        };
+        let fields = self.field_names(folder)?;
         let mut out = Map::new();
         for (i, name) in fields.iter().enumerate() {
             if let Some((_, schema, enumeration)) =

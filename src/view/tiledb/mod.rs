@@ -465,26 +465,21 @@ impl ArrayTree {
 
     /// A fragment or state folder: the faces of the folder table it has, a folder per
     /// field, and (states at a timestamp) `zarr/`.
+    /// The names of a folder's fields (dimensions, then attributes, as stored), unencoded.
+    fn field_names(&self, folder: Folder) -> Result<Vec<String>> {
+        let names = |fields: &mut dyn Iterator<Item = &String>| fields.cloned().collect();
+        Ok(match folder {
+            Folder::Fragment(f) => names(&mut self.meta(f)?.1.fields.iter().map(|x| &x.name)),
+            Folder::State(w) => names(&mut self.merged(w)?.fields.iter().map(|x| &x.name)),
+        })
+    }
+
     fn list_folder(&self, folder: Folder) -> Result<Vec<(String, Node)>> {
         let mut out: Vec<(String, Node)> = faces::present(self, folder)?
             .into_iter()
             .map(|(id, face)| (face.name().to_string(), Node::FolderFile(folder, id)))
             .collect();
-        let fields: Vec<String> = match folder {
-            Folder::Fragment(f) => self
-                .meta(f)?
-                .1
-                .fields
-                .iter()
-                .map(|x| x.name.clone())
-                .collect(),
-            Folder::State(w) => self
-                .merged(w)?
-                .fields
-                .iter()
-                .map(|x| x.name.clone())
-                .collect(),
-        };
+        let fields = self.field_names(folder)?;
         for (i, name) in fields.iter().enumerate() {
             out.push((names::encode(name), Node::Field(FieldOf::new(folder, i))));
         }
