@@ -7,10 +7,10 @@
 //! inside a fragment), and `readdirplus` returns attributes so `ls -l` and `find` never
 //! need a second request, let alone a decoded tile.
 //!
-//! The node table is not bounded: it grows with the nodes the kernel is shown, a few
-//! dozen bytes each, and fragfs does not act on the kernel's FORGET (a number must stay
-//! the same for the life of the mount). The decoded-chunk cache (`--cache-size`) bounds
-//! decoded bytes only, not this table.
+//! Every reply that hands the kernel an inode number (a lookup, a `readdirplus` entry)
+//! is counted in the tree first ([`FileTree::remember`]), and FORGET gives the count
+//! back: the node tables keep what the kernel holds and a fixed number of idle nodes,
+//! so memory does not grow with the paths ever looked up (see `view::nodes`).
 //!
 //! An open file keeps what it reads (the tree's [`OpenGuard`]): a fragment that TileDB
 //! vacuums while a file of it is open reads on with the bytes it had, as a removed local
@@ -278,16 +278,20 @@ impl Filesystem for FragFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let result = (|| {
             let name = name.to_str().ok_or(Errno::ENOENT)?;
-            let child = self
-                .view
-                .lookup(parent.0, name)
-                .map_err(|e| errno(&e, parent.0, "lookup"))?;
-            self.node_attr(child.ino)
+            let ino = self.held(parent.0, name, None)?;
+            self.node_attr(ino)
+                .inspect_err(|_| self.view.forget(ino, 1))
         })();
         match result {
             Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
+    }
+
+    // BATCH_FORGET: fuser's default `batch_forget` calls this for each node (its
+    // `ForgetOne` is not public, so it could not be written here anyway).
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.view.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -462,12 +466,20 @@ impl Filesystem for FragFs {
             Ok(e) => e,
             Err(e) => return reply.error(e),
         };
-        for (i, (name, child, kind)) in entries.iter().enumerate().skip(offset as usize) {
-            let (attr, ttl) = match self.view.stat(*child) {
-                Ok(stat) => (
-                    self.attr(*child, &stat),
-                    attr_ttl(&*self.view, *child, &stat),
-                ),
+        for (i, (name, listed, kind)) in entries.iter().enumerate().skip(offset as usize) {
+            // `.` and `..` are not counted by the kernel; every other entry is.
+            let counted = i >= 2;
+            let child = if counted {
+                match self.held(ino.0, name, Some(*listed)) {
+                    Ok(child) => child,
+                    // Gone since `opendir` (a vacuum): not listed.
+                    Err(_) => continue,
+                }
+            } else {
+                *listed
+            };
+            let (attr, ttl) = match self.view.stat(child) {
+                Ok(stat) => (self.attr(child, &stat), attr_ttl(&*self.view, child, &stat)),
                 // Unreadable metadata: listed all the same (hiding it would lie about
                 // the tree), with attributes that expire at once, so its use reports
                 // (and logs) the error.
@@ -479,11 +491,20 @@ impl Filesystem for FragFs {
                         mtime_ms: None,
                         exact_size: false,
                     };
-                    (self.attr(*child, &unreadable), Duration::ZERO)
+                    (self.attr(child, &unreadable), Duration::ZERO)
                 }
-                Err(_) => continue,
+                Err(_) => {
+                    if counted {
+                        self.view.forget(child, 1);
+                    }
+                    continue;
+                }
             };
             if reply.add(attr.ino, i as u64 + 1, name, &ttl, &attr, Generation(0)) {
+                // Did not fit: the kernel never saw it.
+                if counted {
+                    self.view.forget(child, 1);
+                }
                 break;
             }
         }
@@ -628,6 +649,33 @@ impl Filesystem for FragFs {
 }
 
 impl FragFs {
+    /// The number of `name` in folder `dir`, counted as held by the kernel (the caller
+    /// hands it over, or gives it back with `forget`). `listed` is the number a listing
+    /// gave; if the tree dropped it since (idle nodes go, oldest first), or it is not
+    /// given, the name is looked up.
+    fn held(&self, dir: Ino, name: &str, listed: Option<Ino>) -> Result<Ino, Errno> {
+        if let Some(ino) = listed {
+            if self.view.remember(ino) {
+                return Ok(ino);
+            }
+        }
+        // A number can go idle and be dropped between the lookup and `remember` only
+        // if a whole idle limit of other nodes came in between: one more try is plenty,
+        // three never fail.
+        for _ in 0..3 {
+            let ino = self
+                .view
+                .lookup(dir, name)
+                .map_err(|e| errno(&e, dir, "lookup"))?
+                .ino;
+            if self.view.remember(ino) {
+                return Ok(ino);
+            }
+        }
+        log::error!("lookup of {name} in inode {dir}: its number was dropped three times");
+        Err(Errno::EIO)
+    }
+
     /// A folder's entries with `.` and `..` first, as `readdir` must list them.
     fn entries(&self, ino: INodeNo) -> Result<Vec<(String, Ino, Kind)>, Errno> {
         let dir = ino.0;

@@ -1,6 +1,6 @@
 //! `fragfs ls`: the tree printed like `ls` / `ls -l` / `ls -R`.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::view::{FileTree, Ino, Kind};
 
 fn line(view: &dyn FileTree, ino: Ino, kind: Kind, name: &str, long: bool) -> Result<String> {
@@ -39,10 +39,25 @@ pub fn list(
             out.push_str(&format!("{shown}:\n"));
         }
         first = false;
-        let entries = view.list(dir)?;
+        // A number handed out long ago may have been dropped (a tree keeps a bounded
+        // number of idle nodes, see `view::nodes`): a folder met before a walk through
+        // many others is found again by its path, an entry of a huge listing by name.
+        let (dir, entries) = match view.list(dir) {
+            Err(Error::NotFound(_)) => {
+                let dir = view.resolve(&dir_path)?;
+                (dir, view.list(dir)?)
+            }
+            listed => (dir, listed?),
+        };
         let mut subdirs = Vec::new();
         for e in &entries {
-            out.push_str(&line(view, e.ino, e.kind, &e.name, long)?);
+            let text = match line(view, e.ino, e.kind, &e.name, long) {
+                Err(Error::NotFound(_)) => {
+                    line(view, view.lookup(dir, &e.name)?.ino, e.kind, &e.name, long)?
+                }
+                text => text?,
+            };
+            out.push_str(&text);
             if recursive && e.is_dir() {
                 subdirs.push((format!("{dir_path}/{}", e.name), e.ino));
             }

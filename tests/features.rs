@@ -587,3 +587,28 @@ fn bad_input_is_one_clear_error_and_the_rest_is_served() {
     assert!(gone.len() >= 2, "{g}");
     assert!(json_at(&t, "present/array.json").is_ok());
 }
+
+/// A number the kernel holds inside a dimension label's tree stays in use in both
+/// tables (the array's and the label's own): a walk of 70,000 other paths of the label,
+/// more than the label's tree keeps idle, does not drop it; given back, it may go.
+#[test]
+fn numbers_held_inside_a_label_stay_in_use_in_the_label_s_tree() {
+    let t = tree(&features().join("dimension_labels"));
+    let labels = t.list(t.resolve("labels").unwrap()).unwrap();
+    let label = &labels.first().expect("a label").name;
+    let held = t.resolve(&format!("labels/{label}/schema.json")).unwrap();
+    assert!(t.remember(held));
+    let want = read_all(&*t, held).unwrap();
+    for n in 1..=70_000u64 {
+        t.resolve(&format!("labels/{label}/at/{n}")).unwrap();
+    }
+    assert_eq!(read_all(&*t, held).unwrap(), want, "held: still in use");
+    t.forget(held, 1);
+    for n in 70_001..=140_000u64 {
+        t.resolve(&format!("labels/{label}/at/{n}")).unwrap();
+    }
+    assert!(
+        read_all(&*t, held).is_err(),
+        "given back and idle long: dropped"
+    );
+}

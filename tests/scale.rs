@@ -59,6 +59,12 @@ impl FileTree for Counting {
     fn open(&self, ino: Ino) -> fragfs::Result<Option<OpenGuard>> {
         self.tree.open(ino)
     }
+    fn remember(&self, ino: Ino) -> bool {
+        self.tree.remember(ino)
+    }
+    fn forget(&self, ino: Ino, n: u64) {
+        self.tree.forget(ino, n)
+    }
 }
 
 #[test]
@@ -182,4 +188,85 @@ fn files_open_in_many_fragments_stay_within_the_descriptor_limit() {
     }
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!logged.contains("Too many open files"), "{logged}");
+}
+
+/// The kernel's FORGETs reach the node table: a walk of 20,000 distinct `at/<T>` paths
+/// and of every fragment's folder, once the kernel has dropped its dentries, leaves the
+/// tree with its idle limit of numbers, not one per path ever looked up (they were all
+/// kept before). And `ls -l` of a folder listing more entries than that limit sees every
+/// entry with its attributes (numbers the listing handed out went idle and were dropped
+/// before `readdirplus` reached them: they are looked up again).
+#[test]
+fn forgotten_paths_leave_the_node_table_bounded() {
+    if !fuse_available("FORGET") {
+        return;
+    }
+    if unsafe_geteuid() != 0 {
+        skip("FORGET: dropping the kernel's dentries (drop_caches) needs root");
+        return;
+    }
+    const N: u64 = 3_000;
+    const IDLE: usize = 1_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("many");
+    many_fragments(&array, N, 1);
+    let tree = Arc::new(
+        ArrayTree::open_path(&array, Default::default(), 16 << 20)
+            .unwrap()
+            .with_idle_limit(IDLE),
+    );
+    let mount = TreeMount::new(tree.clone());
+    let root = mount.path();
+
+    // `ls -l fragments/`: 3,000 entries, each with its attributes (readdirplus).
+    let listed: Vec<(String, std::fs::Metadata)> = std::fs::read_dir(root.join("fragments"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(listed.len() as u64, N);
+    assert!(listed.iter().all(|(_, m)| m.is_dir()));
+    // Into every fragment, and 20,000 distinct timestamps.
+    for (name, _) in &listed {
+        let folder = root.join("fragments").join(name);
+        assert!(std::fs::metadata(folder.join("footer.json")).unwrap().len() > 0);
+    }
+    for t in 1..=20_000u64 {
+        let state = root.join("at").join(t.to_string());
+        assert!(std::fs::metadata(&state).unwrap().is_dir(), "at/{t}");
+    }
+    let before = tree.nodes_in_use();
+    assert!(
+        before > 20_000,
+        "the kernel holds what it looked up: {before}"
+    );
+
+    // The kernel drops its unused dentries and inodes, and FORGETs them to the daemon
+    // (queued: they arrive as the daemon reads requests, so poll until they did).
+    std::fs::write("/proc/sys/vm/drop_caches", "2").unwrap();
+    let bound = IDLE + 100;
+    let mut now = tree.nodes_in_use();
+    for _ in 0..600 {
+        if now <= bound {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::write("/proc/sys/vm/drop_caches", "2").unwrap();
+        now = tree.nodes_in_use();
+    }
+    assert!(
+        now <= bound,
+        "{now} numbers in use after the kernel forgot {before}: at most {bound} expected"
+    );
+    // What is looked up again works, with new numbers or old.
+    assert!(std::fs::metadata(root.join("at/17")).unwrap().is_dir());
+    assert_eq!(
+        std::fs::read_dir(root.join("fragments")).unwrap().count() as u64,
+        N
+    );
 }

@@ -538,6 +538,14 @@ impl FileTree for FiloTree {
         Ok(self.nodes.ino(&parent))
     }
 
+    fn remember(&self, ino: Ino) -> bool {
+        self.nodes.remember(ino)
+    }
+
+    fn forget(&self, ino: Ino, n: u64) {
+        self.nodes.forget(ino, n)
+    }
+
     fn lifetime(&self, _ino: Ino) -> Lifetime {
         Lifetime::Immutable
     }

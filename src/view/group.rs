@@ -29,6 +29,14 @@ enum Node {
     Member(Inside<usize>),
 }
 
+/// Where a node lies inside a member's tree, if it does.
+fn member_inside(node: &Node) -> Option<Inside<usize>> {
+    match node {
+        Node::Member(inside) => Some(*inside),
+        _ => None,
+    }
+}
+
 /// The group's own files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum GroupFile {
@@ -322,6 +330,14 @@ impl FileTree for GroupTree {
             }
             Node::Root | Node::File(_) | Node::Member(_) => ROOT,
         })
+    }
+
+    fn remember(&self, ino: Ino) -> bool {
+        subtree::remember(&self.nodes, ino, member_inside, |m| self.child(m))
+    }
+
+    fn forget(&self, ino: Ino, n: u64) {
+        subtree::forget(&self.nodes, ino, n, member_inside, |m| self.child(m))
     }
 
     fn lifetime(&self, ino: Ino) -> Lifetime {

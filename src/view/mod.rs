@@ -130,6 +130,17 @@ pub trait FileTree: Send + Sync {
         Ok(None)
     }
 
+    /// The kernel was handed `ino` once more (a lookup reply, a `readdirplus` entry):
+    /// its number must stay in use until [`FileTree::forget`] gives the reference back
+    /// (see [`nodes`]). False when the number is no longer in use: look the name up
+    /// again.
+    fn remember(&self, _ino: Ino) -> bool {
+        true
+    }
+
+    /// The kernel gave back `n` references to `ino` (FORGET).
+    fn forget(&self, _ino: Ino, _n: u64) {}
+
     /// Prepares, in the background of a sequential reader, what a read of the range will
     /// need (read-ahead). By default nothing.
     fn read_ahead(&self, _ino: Ino, _offset: u64, _len: u64) -> Result<()> {

@@ -76,6 +76,50 @@ pub fn outer_entry<K: Copy, N: Clone + Eq + Hash>(
     }
 }
 
+/// [`FileTree::remember`] for a tree that holds subtrees: the outer number is held in
+/// `nodes`, and a node inside a subtree (`inside` says which) holds its inner number
+/// there too, so neither table drops what the kernel holds.
+pub fn remember<K: Copy, N: Clone + Eq + Hash>(
+    nodes: &NodeTable<N>,
+    ino: Ino,
+    inside: impl Fn(&N) -> Option<Inside<K>>,
+    tree: impl Fn(K) -> Result<Arc<dyn FileTree>>,
+) -> bool {
+    let Some(node) = nodes.node(ino) else {
+        return false;
+    };
+    if !nodes.remember(ino) {
+        return false;
+    }
+    let Some(i) = inside(&node) else {
+        return true;
+    };
+    if tree(i.key).is_ok_and(|t| t.remember(i.inner)) {
+        return true;
+    }
+    nodes.forget(ino, 1);
+    false
+}
+
+/// [`FileTree::forget`] for a tree that holds subtrees (see [`remember`]).
+pub fn forget<K: Copy, N: Clone + Eq + Hash>(
+    nodes: &NodeTable<N>,
+    ino: Ino,
+    n: u64,
+    inside: impl Fn(&N) -> Option<Inside<K>>,
+    tree: impl Fn(K) -> Result<Arc<dyn FileTree>>,
+) {
+    let Some(node) = nodes.node(ino) else {
+        return;
+    };
+    if let Some(i) = inside(&node) {
+        if let Ok(t) = tree(i.key) {
+            t.forget(i.inner, n);
+        }
+    }
+    nodes.forget(ino, n);
+}
+
 /// The node that holds a subtree's folder in the outer tree (its root's parent is the
 /// outer folder that lists it, which the outer tree knows).
 pub fn is_root<K>(inside: &Inside<K>) -> bool {

@@ -59,11 +59,19 @@ impl ArrayTree {
         self.lock_learnt_sizes().get(&(ino, generation)).copied()
     }
 
-    /// Keeps a rendered file's size (16 bytes each; sizes of older generations go).
+    /// Keeps a rendered file's size (16 bytes each). Sizes of older generations go, and
+    /// so do those of numbers the node table dropped (no one holds them), whenever the
+    /// map has doubled since it was last cleared: it stays within twice the files in use.
     pub(super) fn learn_size(&self, ino: Ino, generation: u64, size: u64) {
+        const FLOOR: usize = 1024;
         let mut sizes = self.lock_learnt_sizes();
         let now = self.generation.load(Ordering::Acquire);
         sizes.retain(|&(_, g), _| g == 0 || g == now);
+        if sizes.len() >= FLOOR && sizes.len() >= 2 * self.learnt_sizes_kept.load(Ordering::Relaxed)
+        {
+            sizes.retain(|&(ino, _), _| self.nodes.node(ino).is_some());
+            self.learnt_sizes_kept.store(sizes.len(), Ordering::Relaxed);
+        }
         sizes.insert((ino, generation), size);
     }
 

@@ -39,7 +39,7 @@ use self::zarr::ZNode;
 use super::cache::Caches;
 use super::info::{ArrayInfo, Info};
 use super::nodes::{Ino, NodeTable, ROOT};
-use super::subtree::{Inside, Subtrees};
+use super::subtree::{self, Inside, Subtrees};
 use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INTERVAL};
 
 /// A folder that holds whole-folder files and field folders: a fragment's, or a merged
@@ -169,6 +169,14 @@ impl Node {
     }
 }
 
+/// Where a node lies inside a dimension label's tree, if it does.
+fn label_inside(node: &Node) -> Option<Inside<usize>> {
+    match node {
+        Node::Label(inside) => Some(*inside),
+        _ => None,
+    }
+}
+
 /// The merged states opened, each with the rescan generation it was merged at.
 type MergedStates = states::States<When, crate::read::merge::Merged>;
 
@@ -194,6 +202,8 @@ pub struct ArrayTree {
     /// Sizes of files once learned by rendering them (text files, Zarr chunks of
     /// strings), by file and generation (see `learnt_size`).
     learnt_sizes: Mutex<HashMap<(Ino, u64), u64>>,
+    /// How many learnt sizes were left when the map was last cleared of dropped nodes.
+    learnt_sizes_kept: std::sync::atomic::AtomicUsize,
     /// The dimension labels' trees opened so far.
     labels: Subtrees<usize>,
     /// The merged states opened, with the rescan generation they were merged at.
@@ -222,6 +232,7 @@ impl ArrayTree {
             refresh_interval: REFRESH_INTERVAL,
             indexing: Default::default(),
             learnt_sizes: Mutex::new(HashMap::new()),
+            learnt_sizes_kept: Default::default(),
             labels: Subtrees::default(),
             states: MergedStates::default(),
             zarr_stores: zarr::ZarrStores::new(),
@@ -251,6 +262,18 @@ impl ArrayTree {
     /// The array as last scanned.
     pub fn array(&self) -> Arc<Array> {
         self.array.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The same tree keeping at most `limit` idle nodes (see [`NodeTable`]); for tests
+    /// that show the bound without walking 65,536 paths.
+    pub fn with_idle_limit(mut self, limit: usize) -> ArrayTree {
+        self.nodes = NodeTable::with_idle_limit(Node::Root, limit);
+        self
+    }
+
+    /// Inode numbers in use now: those the kernel holds and the idle ones kept.
+    pub fn nodes_in_use(&self) -> usize {
+        self.nodes.len()
     }
 
     /// Chunks un-filtered since the tree was opened.
@@ -710,6 +733,14 @@ impl FileTree for ArrayTree {
             Node::Zarr(w, z) => self.zarr_parent(w, &z),
         };
         Ok(self.nodes.ino(&parent))
+    }
+
+    fn remember(&self, ino: Ino) -> bool {
+        subtree::remember(&self.nodes, ino, label_inside, |l| self.label_tree(l))
+    }
+
+    fn forget(&self, ino: Ino, n: u64) {
+        subtree::forget(&self.nodes, ino, n, label_inside, |l| self.label_tree(l))
     }
 
     fn lifetime(&self, ino: Ino) -> Lifetime {
