@@ -143,6 +143,17 @@ fn serve(
         // The parent has exited; keep no terminal. Logs go to --log-file.
         let _ = daemon::detach_stdio();
     }
+    match std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|info| fuse_mount_device(&info, &resolved))
+    {
+        Some(device) => {
+            if let Err(e) = watch_for_detach(device, mnt.display().to_string()) {
+                log::info!("not watching the mount table: {e}");
+            }
+        }
+        None => log::info!("{}: not in /proc/self/mountinfo", resolved.display()),
+    }
     let mut unmounter = session.unmount_callable();
     let shown = mnt.display().to_string();
     let mountpoint = mnt.to_path_buf();
@@ -177,6 +188,68 @@ fn serve(
     session.run().map_err(|e| Error::io(mnt, e))?;
     log::info!("unmounted {}", mnt.display());
     Ok(())
+}
+
+/// Ends the process [`STOP_GRACE`] after the mount (FUSE device `device`) leaves the mount
+/// table. A busy mount is unmounted lazily (`fragfs umount`, `umount -l`, `fusermount -uz`):
+/// the kernel ends the session only when the last request and open file are done, so a
+/// long request (a listing of 100,000 fragments, a stalled server) would keep the daemon
+/// running with nothing left to serve. `/proc/self/mountinfo` wakes `poll` at every change
+/// of the mount table (`POLLPRI`), so this costs nothing while the mount stays. A session
+/// that ends by itself in the grace period has ended the process before.
+fn watch_for_detach(device: String, shown: String) -> io::Result<()> {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    let mut table = std::fs::File::open("/proc/self/mountinfo")?;
+    std::thread::Builder::new()
+        .name("fragfs-detach".into())
+        .spawn(move || loop {
+            let mut wait = libc::pollfd {
+                fd: table.as_raw_fd(),
+                events: libc::POLLPRI,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, alive for the call; the descriptor is `table`'s.
+            if unsafe { libc::poll(&mut wait, 1, -1) } < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                log::info!(
+                    "not watching the mount table: {}",
+                    io::Error::last_os_error()
+                );
+                return;
+            }
+            let mut text = String::new();
+            if table
+                .rewind()
+                .and_then(|()| table.read_to_string(&mut text))
+                .is_err()
+            {
+                return;
+            }
+            if mounted_device(&text, &device) {
+                continue;
+            }
+            log::info!("{shown} left the mount table (unmounted or detached)");
+            std::thread::sleep(STOP_GRACE);
+            log::warn!(
+                "requests still running {} s after {shown} was unmounted: exiting, which \
+                 aborts them (their readers get ENOTCONN)",
+                STOP_GRACE.as_secs()
+            );
+            std::process::exit(0);
+        })
+        .map(drop)
+}
+
+/// Whether a FUSE mount of device `major:minor` is in the text of a mountinfo file.
+fn mounted_device(mountinfo: &str, device: &str) -> bool {
+    mountinfo.lines().any(|line| {
+        line.split_once(" - ").is_some_and(|(fields, kind)| {
+            kind.starts_with("fuse") && fields.split(' ').nth(2) == Some(device)
+        })
+    })
 }
 
 /// glibc gives each thread its own heap arena and keeps what was freed in it: with FUSE
@@ -410,6 +483,14 @@ mod tests {
         assert_eq!(dev("/tmp/tmpfs"), None, "not a FUSE mount");
         assert_eq!(dev("/"), None);
         assert_eq!(dev("/tmp/none"), None);
+    }
+
+    #[test]
+    fn a_device_is_mounted_while_a_fuse_line_has_it() {
+        assert!(mounted_device(MOUNTINFO, "0:53"));
+        assert!(mounted_device(MOUNTINFO, "0:41"));
+        assert!(!mounted_device(MOUNTINFO, "0:42"), "tmpfs, not FUSE");
+        assert!(!mounted_device(MOUNTINFO, "0:5"));
     }
 
     #[test]

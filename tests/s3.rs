@@ -722,6 +722,29 @@ fn sigterm_ends_a_daemon_whose_request_hangs_on_the_server() {
     if !fuse_available("SIGTERM during a hung request") {
         return;
     }
+    stop_while_a_request_hangs(|child, _| {
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    });
+}
+
+/// The same with `fragfs umount`: the busy mount is detached at once, and the daemon,
+/// which the kernel would keep until the hung request ends (minutes of retries), sees
+/// its mount leave the mount table and ends within its grace period.
+#[test]
+fn fragfs_umount_ends_a_daemon_whose_request_hangs_on_the_server() {
+    if !fuse_available("fragfs umount during a hung request") {
+        return;
+    }
+    stop_while_a_request_hangs(|_, mnt| {
+        let out = fragfs().arg("umount").arg(mnt).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    });
+}
+
+/// Mounts an array of an S3 server behind a proxy, makes a read hang there, stops the
+/// daemon with `stop`, and checks it ends within seconds, failing the read.
+fn stop_while_a_request_hangs(stop: impl FnOnce(&std::process::Child, &Path)) {
     let Some(server) = S3Server::start() else {
         return;
     };
@@ -765,8 +788,7 @@ fn sigterm_ends_a_daemon_whose_request_hangs_on_the_server() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let signalled = std::time::Instant::now();
-    // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    stop(&child, &mnt);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
@@ -775,7 +797,7 @@ fn sigterm_ends_a_daemon_whose_request_hangs_on_the_server() {
         // grace the daemon waits for the server's timeouts and retries (minutes).
         assert!(
             signalled.elapsed() < Duration::from_secs(20),
-            "the daemon still runs {:?} after SIGTERM",
+            "the daemon still runs {:?} after it was told to stop",
             signalled.elapsed()
         );
         std::thread::sleep(Duration::from_millis(20));
