@@ -899,7 +899,11 @@ pub fn tool_available(bin: &str, what: &str) -> bool {
 /// fragment folders named for timestamps `first..first + n` (each with its commit file).
 /// `fragfs` reads every one as the fixture's fragment.
 pub fn many_fragments(dir: &Path, n: u64, first: u64) {
-    let (array, _) = fixture("sample");
+    many_fragments_from(&fixture("sample").0, dir, n, first)
+}
+
+/// [`many_fragments`] with the schema and first fragment of `array`.
+pub fn many_fragments_from(array: &Path, dir: &Path, n: u64, first: u64) {
     std::fs::create_dir_all(dir.join("__fragments")).unwrap();
     std::fs::create_dir_all(dir.join("__commits")).unwrap();
     if !dir.join("__schema").exists() {
@@ -910,7 +914,7 @@ pub fn many_fragments(dir: &Path, n: u64, first: u64) {
         .map(|e| e.unwrap().path())
         .collect();
     fragments.sort();
-    let files: Vec<PathBuf> = std::fs::read_dir(&fragments[0])
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&fragments[0])
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -918,8 +922,17 @@ pub fn many_fragments(dir: &Path, n: u64, first: u64) {
         let name = format!("__{t}_{t}_{t:032x}_22");
         let frag = dir.join("__fragments").join(&name);
         std::fs::create_dir(&frag).unwrap();
-        for f in &files {
-            std::fs::hard_link(f, frag.join(f.file_name().unwrap())).unwrap();
+        for f in &mut files {
+            let to = frag.join(f.file_name().unwrap());
+            match std::fs::hard_link(&*f, &to) {
+                // Another file system than the fixture's, or its limit of links to one
+                // file (65,000 on ext4): a copy is linked from then on.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMLINK | libc::EXDEV)) => {
+                    std::fs::copy(&*f, &to).unwrap();
+                    *f = to;
+                }
+                linked => linked.unwrap(),
+            }
         }
         std::fs::write(dir.join("__commits").join(format!("{name}.wrt")), b"").unwrap();
     }
