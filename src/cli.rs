@@ -206,8 +206,10 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
         /// Bound of the caches (decoded chunks, and 1/8 of it for rendered files and text
-        /// indexes): bytes, or with K, M, G (powers of 1024). Fragment metadata once read
-        /// and the table of inodes are kept besides, and nothing bounds them yet.
+        /// indexes): bytes, or with K, M, G (powers of 1024). A result larger than its
+        /// cache is kept on disk instead (unlinked files in $TMPDIR, as many bytes as
+        /// this, or that one result alone). Fragment metadata once read and the table of
+        /// inodes are kept besides, and nothing bounds them yet.
         #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
         cache_size: u64,
         /// How far the kernel reads ahead of sequential readers of the mount (set when

@@ -9,7 +9,9 @@ use crate::array::field::Field;
 use crate::array::fragment::{Fragment, FragmentMeta};
 use crate::error::{Error, Place, Result};
 use crate::filter::StringChunk;
+use crate::format::chunked::Chunk;
 
+use super::spill::SpillKey;
 use super::tile::{FileRole, TileFile};
 use super::{CacheKey, Cached, Item, RawFile, ReadEngine};
 
@@ -411,6 +413,14 @@ impl FieldReader<'_> {
                 continue;
             }
             let key = self.key(role, k, Item::Chunk(i));
+            let (from, to) = (a.max(start) - start, b.min(end) - start);
+            if !self.engine.cache_fits_chunk(end - start) {
+                // Larger than the whole cache: kept in the spill, so the reads that cut
+                // it do not each decode it again.
+                let len = end - start;
+                served += self.large_chunk_into(&tf, key, k, (i, chunk, len), (from, to), out)?;
+                continue;
+            }
             if a <= start && end <= b && !cache.contains(&key) {
                 let before = out.len();
                 self.engine.count_decoded();
@@ -430,8 +440,6 @@ impl FieldReader<'_> {
                 tf.decode_chunk(k, i, chunk).map(Cached::Bytes)
             })?;
             let bytes = decoded.bytes("a decoded chunk")?;
-            let from = a.max(start) - start;
-            let to = b.min(end) - start;
             let part = bytes.get(from as usize..to as usize).ok_or_else(|| {
                 Error::corrupt(
                     tf.tile_place(k).chunk(i),
@@ -448,6 +456,59 @@ impl FieldReader<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// Appends bytes `[from, to)` of chunk `i` (of `len` decoded bytes) of tile `k`, a
+    /// chunk larger than the engine cache, to `out`; returns how many. A plain chunk
+    /// (stored as it decodes) is read by range from the store, nothing decoded. A read
+    /// that covers the chunk whole and finds it in no spill decodes it straight into
+    /// `out` (a sequential reader does not come back for it); any other decodes it once
+    /// into the spill and reads its range from there. A chunk the spill could not keep
+    /// is served from memory this once.
+    fn large_chunk_into(
+        &self,
+        tf: &TileFile,
+        key: CacheKey,
+        k: u64,
+        (i, chunk, len): (usize, &Chunk, u64),
+        (from, to): (u64, u64),
+        out: &mut Vec<u8>,
+    ) -> Result<u64> {
+        if tf.is_plain(chunk) {
+            let before = out.len();
+            tf.plain_range_into(k, i, chunk, (from, to), out)?;
+            return Ok((out.len() - before) as u64);
+        }
+        let spill = self.engine.spill();
+        let key = SpillKey::Chunk(key);
+        if from == 0 && to == len && !spill.contains(&key) {
+            let before = out.len();
+            self.engine.count_decoded();
+            tf.decode_chunk_into(k, i, chunk, out)?;
+            let got = (out.len() - before) as u64;
+            if got != len {
+                return Err(Error::corrupt(
+                    tf.tile_place(k).chunk(i),
+                    format!("decoded {got} bytes, its header says {len}"),
+                ));
+            }
+            return Ok(got);
+        }
+        let decoded = spill.get_or_load(key.clone(), || {
+            self.engine.count_decoded();
+            tf.decode_chunk(k, i, chunk)
+        })?;
+        if decoded.len() != len {
+            // A spilled chunk is only kept if it decoded whole; this one did not.
+            spill.remove(&key);
+            return Err(Error::corrupt(
+                tf.tile_place(k).chunk(i),
+                format!("decoded {} bytes, its header says {len}", decoded.len()),
+            ));
+        }
+        let before = out.len();
+        decoded.read_into(from, to - from, out)?;
+        Ok((out.len() - before) as u64)
     }
 
     /// For var fields: the tile decoded in string mode when its offsets are embedded in

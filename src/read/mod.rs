@@ -10,9 +10,11 @@ pub mod cache;
 pub mod cells;
 pub mod field;
 pub mod merge;
+pub mod spill;
 pub mod tile;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::array::fragment::{Fragment, FragmentId, FragmentMeta};
 use crate::error::{Error, Result};
@@ -20,6 +22,7 @@ use crate::filter::StringChunk;
 
 use cache::{Cache, Weigh};
 pub use field::FieldReader;
+use spill::{Spill, SpillKey};
 use tile::{FileRole, TileChunks};
 
 /// The raw files of a field, as `values.bin`, `offsets.bin`, `validity.bin` show them.
@@ -77,6 +80,13 @@ impl Weigh for Cached {
     }
 }
 
+impl Cached {
+    /// The weight of `len` decoded bytes as a cached item.
+    pub fn bytes_weight(len: u64) -> u64 {
+        64u64.saturating_add(len)
+    }
+}
+
 /// Each key kind always stores one kind of item; these accessors check it in one place
 /// and turn a mismatch (a bug, never bad data) into an error naming `what`, not a panic.
 impl Cached {
@@ -111,17 +121,30 @@ fn wrong_item(what: &str, wanted: &str) -> Error {
 
 pub type ChunkCache = Cache<CacheKey, Cached>;
 
+/// The spill of a tree's caches: what is larger than the in-memory caches, on disk.
+pub type ResultSpill = Spill<SpillKey>;
+
 /// The shared state of every read: the bounded cache of decoded chunks and chunk
-/// indexes, and a count of chunks decoded (tests prove laziness with it).
+/// indexes, the spill where chunks larger than that cache go, and a count of chunks
+/// decoded (tests prove laziness with it).
 pub struct ReadEngine {
     cache: ChunkCache,
+    spill: Arc<ResultSpill>,
     decoded: AtomicU64,
 }
 
 impl ReadEngine {
+    /// An engine whose cache holds `cache_size` bytes, with a spill of as many on disk.
     pub fn new(cache_size: u64) -> ReadEngine {
+        ReadEngine::with_spill(cache_size, Arc::new(Spill::new(cache_size)))
+    }
+
+    /// An engine whose cache holds `cache_size` bytes, keeping larger chunks in `spill`
+    /// (shared with the views of the same trees).
+    pub fn with_spill(cache_size: u64, spill: Arc<ResultSpill>) -> ReadEngine {
         ReadEngine {
             cache: ChunkCache::new(cache_size),
+            spill,
             decoded: AtomicU64::new(0),
         }
     }
@@ -146,6 +169,17 @@ impl ReadEngine {
 
     pub fn cache(&self) -> &ChunkCache {
         &self.cache
+    }
+
+    /// Where chunks larger than the cache, and the views' files larger than theirs, are
+    /// kept.
+    pub fn spill(&self) -> &Arc<ResultSpill> {
+        &self.spill
+    }
+
+    /// Whether a decoded chunk of `len` bytes fits the cache (else it goes to the spill).
+    fn cache_fits_chunk(&self, len: u64) -> bool {
+        Cached::bytes_weight(len) <= self.cache.capacity()
     }
 
     /// Chunks un-filtered since the engine was made.

@@ -271,6 +271,32 @@ impl TileFile {
             .map_err(|e| Error::filter(place, e))
     }
 
+    /// Whether chunk `chunk` is stored exactly as it decodes (no filter, no metadata):
+    /// any range of it can then be read from the store as it is.
+    pub fn is_plain(&self, chunk: &Chunk) -> bool {
+        let span = chunk.metadata_range().start..chunk.end();
+        self.pipeline.filters.is_empty()
+            && chunk.metadata_len == 0
+            && span.end - span.start == u64::from(chunk.unfiltered_len)
+    }
+
+    /// Appends bytes `[from, to)` of plain chunk `i` of tile `k` (see
+    /// [`TileFile::is_plain`]) to `out`, read from the store: nothing is decoded and
+    /// nothing else of the chunk is read.
+    pub fn plain_range_into(
+        &self,
+        k: u64,
+        i: usize,
+        chunk: &Chunk,
+        (from, to): (u64, u64),
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let start = chunk.metadata_range().start;
+        self.store
+            .read_into(&self.key, start + from, to.saturating_sub(from), out)
+            .map_err(|e| e.at(self.tile_place(k).chunk(i)))
+    }
+
     /// Appends chunk `i` of tile `k`, un-filtered, to `out`. Unfiltered chunks are read
     /// straight into it: serving a plain tile then costs one copy out of the page cache.
     pub fn decode_chunk_into(

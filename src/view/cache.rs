@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::read::cache::{Cache, Weigh};
-use crate::read::ReadEngine;
+use crate::read::spill::{Blob, Spill, SpillKey};
+use crate::read::{ReadEngine, ResultSpill};
 
 use super::nodes::Ino;
 
@@ -43,6 +44,10 @@ pub struct OwnedKey {
 
 pub enum ViewItem {
     Bytes(Vec<u8>),
+    /// A rendered file larger than the whole view cache, kept in the spill. It weighs
+    /// what its bytes would, so the view cache never keeps it (the spill does): it only
+    /// passes through a load, to the readers that waited for it.
+    Spilled(Arc<Blob>),
     /// Where each block of a text file starts (and, once `complete`, where the last ends):
     /// grown block by block as reads go further, so a sequential reader renders each
     /// block once and the first bytes come at once. (A Zarr chunk of strings keeps
@@ -53,13 +58,17 @@ pub enum ViewItem {
     },
 }
 
+/// What an entry weighs besides its bytes.
+const ENTRY_WEIGHT: u64 = 64;
+
 impl Weigh for ViewItem {
     fn weight(&self) -> u64 {
-        // Plus a small constant for the entry itself.
-        64 + match self {
-            ViewItem::Bytes(b) => b.len() as u64,
-            ViewItem::TextIndex { starts, .. } => starts.len() as u64 * 8,
-        }
+        ENTRY_WEIGHT
+            + match self {
+                ViewItem::Bytes(b) => b.len() as u64,
+                ViewItem::Spilled(b) => b.len(),
+                ViewItem::TextIndex { starts, .. } => starts.len() as u64 * 8,
+            }
     }
 }
 
@@ -69,7 +78,7 @@ impl ViewItem {
     pub fn bytes(&self, what: &str) -> Result<&[u8]> {
         match self {
             ViewItem::Bytes(b) => Ok(b),
-            ViewItem::TextIndex { .. } => Err(wrong_item(what, "bytes")),
+            ViewItem::Spilled(_) | ViewItem::TextIndex { .. } => Err(wrong_item(what, "bytes")),
         }
     }
 
@@ -77,7 +86,7 @@ impl ViewItem {
     pub fn text_index(&self, what: &str) -> Result<(&[u64], bool)> {
         match self {
             ViewItem::TextIndex { starts, complete } => Ok((starts, *complete)),
-            ViewItem::Bytes(_) => Err(wrong_item(what, "a text index")),
+            ViewItem::Bytes(_) | ViewItem::Spilled(_) => Err(wrong_item(what, "a text index")),
         }
     }
 }
@@ -91,26 +100,111 @@ fn wrong_item(what: &str, wanted: &str) -> Error {
 
 pub type ViewCache = Cache<OwnedKey, ViewItem>;
 
+/// A file rendered whole, wherever it is kept: in the view cache, or in the spill when
+/// it is larger than the whole view cache. Its length is known without reading it.
+pub enum Rendered {
+    Memory(Arc<ViewItem>),
+    Disk(Arc<Blob>),
+}
+
+impl Rendered {
+    /// The file's size; `what` names it in the error a wrong item (a bug) gives.
+    pub fn len(&self, what: &str) -> Result<u64> {
+        Ok(match self {
+            Rendered::Memory(item) => item.bytes(what)?.len() as u64,
+            Rendered::Disk(blob) => blob.len(),
+        })
+    }
+
+    /// Appends bytes `[offset, offset + len)` of the file (fewer at its end, none past
+    /// it) to `out`.
+    pub fn read_into(&self, what: &str, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Rendered::Memory(item) => {
+                slice_into(item.bytes(what)?, offset, len, out);
+                Ok(())
+            }
+            Rendered::Disk(blob) => blob.read_into(offset, len, out),
+        }
+    }
+}
+
 /// The share of the budget the views get: text blocks and rendered files are small next
 /// to decoded chunks, and cheap to render again.
 const VIEW_SHARE: u64 = 8;
 
 /// The bounded caches a tree reads through: decoded chunks (the read engine) and view
-/// items, within one byte budget.
+/// items, within one byte budget in memory; and the spill (`read::spill`), where what
+/// is larger than either goes, within as many bytes on disk.
 #[derive(Clone)]
 pub struct Caches {
     pub engine: Arc<ReadEngine>,
     pub views: Arc<ViewCache>,
+    /// Files rendered whole since the caches were made (the views' count of work, as
+    /// [`ReadEngine::chunks_decoded`] is the engine's).
+    renders: Arc<AtomicU64>,
 }
 
 impl Caches {
-    /// Caches within `cache_size` bytes in all.
+    /// Caches within `cache_size` bytes in all in memory, and as many on disk.
     pub fn new(cache_size: u64) -> Caches {
+        Caches::with_spill(cache_size, Arc::new(Spill::new(cache_size)))
+    }
+
+    /// Caches within `cache_size` bytes in memory, keeping larger results in `spill`.
+    pub fn with_spill(cache_size: u64, spill: Arc<ResultSpill>) -> Caches {
         let views = cache_size / VIEW_SHARE;
         Caches {
-            engine: Arc::new(ReadEngine::new(cache_size - views)),
+            engine: Arc::new(ReadEngine::with_spill(cache_size - views, spill)),
             views: Arc::new(ViewCache::new(views)),
+            renders: Arc::default(),
         }
+    }
+
+    /// File `file` of tree `owner` rendered whole at `generation` (0: it never changes):
+    /// from the view cache, or from the spill when it is larger than the view cache; else
+    /// rendered, once for all concurrent callers, and kept in whichever fits (served
+    /// from memory this once when neither can keep it).
+    pub fn rendered(
+        &self,
+        owner: u64,
+        file: Ino,
+        generation: u64,
+        render: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Rendered> {
+        let key = OwnedKey {
+            owner,
+            file,
+            key: ViewKey::Rendered(generation),
+        };
+        let spill_key = SpillKey::Rendered {
+            owner,
+            file,
+            generation,
+        };
+        let spill = self.engine.spill();
+        let item = self.views.get_or_load(key, || {
+            if let Some(blob) = spill.get(&spill_key) {
+                return Ok(ViewItem::Spilled(blob));
+            }
+            let bytes = render()?;
+            self.renders.fetch_add(1, Ordering::Relaxed);
+            if ENTRY_WEIGHT + bytes.len() as u64 > self.views.capacity() {
+                if let Some(blob) = spill.insert(spill_key, &bytes) {
+                    return Ok(ViewItem::Spilled(blob));
+                }
+            }
+            Ok(ViewItem::Bytes(bytes))
+        })?;
+        Ok(match &*item {
+            ViewItem::Spilled(blob) => Rendered::Disk(blob.clone()),
+            _ => Rendered::Memory(item),
+        })
+    }
+
+    /// Files rendered whole since the caches were made.
+    pub fn files_rendered(&self) -> u64 {
+        self.renders.load(Ordering::Relaxed)
     }
 
     /// A number no other caller gets: the `owner` of a tree's view items.

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::format::group::{sniff_object_type, ObjectType};
 use crate::storage::Store;
 
-use super::cache::{slice_into, Caches, OwnedKey, ViewItem, ViewKey};
+use super::cache::{Caches, Rendered};
 use super::info::{GroupInfo, Info, MemberInfo};
 use super::nodes::{Ino, NodeTable, ROOT};
 use super::subtree::{self, Inside, Subtrees};
@@ -164,19 +164,15 @@ impl GroupTree {
         subtree::outer_entry(&self.nodes, Node::Member, m, e)
     }
 
-    /// `group.json` or `metadata.json`, rendered once and kept in the view cache.
-    fn rendered(&self, ino: Ino, file: GroupFile) -> Result<Arc<ViewItem>> {
-        let key = OwnedKey {
-            owner: self.owner,
-            file: ino,
-            key: ViewKey::Rendered(0),
-        };
-        self.caches.views.get_or_load(key, || {
+    /// `group.json` or `metadata.json`, rendered once and kept (in the view cache, or on
+    /// disk when larger: see [`Caches::rendered`]).
+    fn rendered(&self, ino: Ino, file: GroupFile) -> Result<Rendered> {
+        self.caches.rendered(self.owner, ino, 0, || {
             let value = match file {
                 GroupFile::GroupJson => self.group_json(),
                 GroupFile::MetadataJson => json::metadata(&self.group.metadata),
             };
-            Ok(ViewItem::Bytes(json::to_bytes(&value)))
+            Ok(json::to_bytes(&value))
         })
     }
 
@@ -276,7 +272,7 @@ impl FileTree for GroupTree {
             },
             Node::File(file) => Stat {
                 kind: Kind::File,
-                size: self.rendered(ino, file)?.bytes("a JSON file")?.len() as u64,
+                size: self.rendered(ino, file)?.len("a JSON file")?,
                 nlink: 1,
                 mtime_ms: None,
                 exact_size: true,
@@ -300,9 +296,8 @@ impl FileTree for GroupTree {
         }
         match node {
             Node::File(file) => {
-                let rendered = self.rendered(ino, file)?;
-                slice_into(rendered.bytes("a JSON file")?, offset, len, out);
-                Ok(())
+                self.rendered(ino, file)?
+                    .read_into("a JSON file", offset, len, out)
             }
             Node::Root | Node::Member(_) => Err(Error::IsDirectory("the group".into())),
         }

@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
+use std::sync::MutexGuard;
 
 use crate::error::{Error, Result};
-use crate::view::cache::{slice_into, OwnedKey, ViewItem, ViewKey};
+use crate::view::cache::Rendered;
 use crate::view::nodes::Ino;
 use crate::view::{FileTree, Lifetime};
 
@@ -105,33 +105,26 @@ impl ArrayTree {
             | Node::MetadataJson
             | Node::SchemaJson
             | Node::SchemaFile(_)
-            | Node::EnumFile(..) => self
-                .rendered_file(ino, node)?
-                .bytes("a rendered file")?
-                .len() as u64,
+            | Node::EnumFile(..) => self.rendered_file(ino, node)?.len("a rendered file")?,
         })
     }
 
-    /// A file rendered whole, kept in the view cache at `generation` (0: it never
-    /// changes; else the tree's generation, so a rescan renders it again).
+    /// A file rendered whole, kept at `generation` (0: it never changes; else the tree's
+    /// generation, so a rescan renders it again) in the view cache, or in the spill when
+    /// it is larger than the view cache (see [`Caches::rendered`]).
+    ///
+    /// [`Caches::rendered`]: crate::view::cache::Caches::rendered
     pub(super) fn rendered(
         &self,
         ino: Ino,
         generation: u64,
         render: impl FnOnce() -> Result<Vec<u8>>,
-    ) -> Result<Arc<ViewItem>> {
-        let key = OwnedKey {
-            owner: self.owner,
-            file: ino,
-            key: ViewKey::Rendered(generation),
-        };
-        self.caches
-            .views
-            .get_or_load(key, || render().map(ViewItem::Bytes))
+    ) -> Result<Rendered> {
+        self.caches.rendered(self.owner, ino, generation, render)
     }
 
     /// The array-level JSON files and the files of `enumeration/`, rendered.
-    pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Arc<ViewItem>> {
+    pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Rendered> {
         let generation = match node {
             Node::EnumFile(of, _) => self.generation_of(of.folder),
             // The array-level files change with a rescan. (A node that is not a rendered
@@ -240,8 +233,7 @@ impl ArrayTree {
             | Node::SchemaFile(_)
             | Node::EnumFile(..) => {
                 let rendered = self.rendered_file(ino, node)?;
-                slice_into(rendered.bytes("a rendered file")?, offset, len, out);
-                Ok(())
+                rendered.read_into("a rendered file", offset, len, out)
             }
             Node::Root
             | Node::SchemasDir

@@ -281,6 +281,18 @@ impl ArrayTree {
         self.caches.engine.chunks_decoded()
     }
 
+    /// Files rendered whole (JSON files) since the caches were made: once each while
+    /// they stay cached, in memory or on disk.
+    pub fn files_rendered(&self) -> u64 {
+        self.caches.files_rendered()
+    }
+
+    /// Bytes the spill keeps on disk now: results larger than the caches (see
+    /// `read::spill`).
+    pub fn spill_used(&self) -> u64 {
+        self.caches.engine.spill().used()
+    }
+
     /// Bytes the caches hold now (never more than the size they were opened with).
     pub fn cache_used(&self) -> u64 {
         self.caches.used()

@@ -13,9 +13,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use std::collections::HashSet;
 
-use super::{ArrayTree, Folder};
+use crate::array::fragment::FragmentId;
+use crate::array::Array;
+use crate::error::Result;
+use crate::read::spill::SpillKey;
+use crate::read::CacheKey;
+
+use super::{ArrayTree, Folder, Node};
 
 impl ArrayTree {
     /// Sets how old the list of fragments may get before a listing reads the array's
@@ -45,9 +51,43 @@ impl ArrayTree {
             new.fragments.len(),
             old.fragments.len()
         );
-        *self.array.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let new = Arc::new(new);
+        *self.array.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        let now = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.drop_spilled(&old, &new, now);
         Ok(true)
+    }
+
+    /// Frees the disk the spill gives to what this rescan made stale (nothing stale could
+    /// be served anyway: keys carry fragment ids and generations), rather than leaving it
+    /// to age out: chunks of fragments no longer live, and this tree's files rendered at
+    /// an older generation but for those of fragments still live, which never change.
+    /// (The rendered files of a tree that is closed, and chunks of fragments of other
+    /// arrays, age out by the spill's LRU order.)
+    fn drop_spilled(&self, old: &Array, new: &Array, now: u64) {
+        let live: HashSet<FragmentId> = new.fragments.iter().map(|f| f.id).collect();
+        let gone: HashSet<FragmentId> = old
+            .fragments
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| !live.contains(id))
+            .collect();
+        let fragment_of = |ino| match self.nodes.node(ino) {
+            Some(Node::FolderFile(folder, _)) => folder.fragment(),
+            Some(Node::EnumFile(of, _)) => of.folder.fragment(),
+            _ => None,
+        };
+        self.caches.engine.spill().retain(|key| match key {
+            SpillKey::Chunk(CacheKey::Tile { fragment, .. }) => !gone.contains(fragment),
+            SpillKey::Rendered {
+                owner,
+                file,
+                generation,
+            } if *owner == self.owner && *generation < now => {
+                fragment_of(*file).is_some_and(|id| live.contains(&id))
+            }
+            SpillKey::Rendered { .. } => true,
+        });
     }
 
     /// [`ArrayTree::refresh`] when the last scan is older than the refresh interval.

@@ -56,8 +56,7 @@ impl Face<Folder> for Rendered {
     }
 
     fn size(&self, at: &At<'_, Folder>) -> Result<u64> {
-        let rendered = self.rendered(at)?;
-        Ok(rendered.bytes(self.name)?.len() as u64)
+        self.rendered(at)?.len(self.name)
     }
 
     fn read_into(
@@ -67,17 +66,13 @@ impl Face<Folder> for Rendered {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let rendered = self.rendered(at)?;
-        crate::view::cache::slice_into(rendered.bytes(self.name)?, offset, len, out);
-        Ok(())
+        self.rendered(at)?.read_into(self.name, offset, len, out)
     }
 }
 
 impl Rendered {
-    fn rendered(
-        &self,
-        at: &At<'_, Folder>,
-    ) -> Result<std::sync::Arc<crate::view::cache::ViewItem>> {
+    /// The file, rendered once and kept (in the view cache, or on disk when larger).
+    fn rendered(&self, at: &At<'_, Folder>) -> Result<crate::view::cache::Rendered> {
         let generation = at.tree.generation_of(at.place);
         at.tree.rendered(at.ino, generation, || (self.render)(at))
     }
