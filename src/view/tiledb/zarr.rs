@@ -17,7 +17,6 @@ mod meta;
 mod stores;
 mod vlen;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -155,12 +154,7 @@ impl ArrayTree {
             ZNode::KeyDir(a, prefix) => {
                 let d = self.zarray(w, &store, *a)?;
                 let last = prefix.len() + 1 == d.shape.len();
-                let next: BTreeSet<u64> = d
-                    .chunk_files(&merged.written_domains())
-                    .into_iter()
-                    .filter(|c| c.starts_with(prefix))
-                    .map(|c| c[prefix.len()])
-                    .collect();
+                let next = d.next_keys(&merged.written_domains(), prefix);
                 next.into_iter()
                     .map(|k| {
                         let mut c = prefix.clone();

@@ -314,34 +314,60 @@ impl ZDesc {
     /// with every chunk lists them all up to [`COORD_LIST_ALL`] (beyond, those under
     /// the written boxes: any other still opens by name).
     pub(super) fn chunk_files(&self, written: &[Vec<(i128, i128)>]) -> BTreeSet<Vec<u64>> {
+        let mut out = BTreeSet::new();
+        for spans in self.chunk_boxes(written) {
+            odometer(&spans, &mut out);
+        }
+        out
+    }
+
+    /// The keys one level below `prefix` in the `c/` folders (v3) of the chunks that
+    /// have a file: what [`ZDesc::chunk_files`] would give there, found from the boxes'
+    /// spans without listing every chunk (a walk of a million-chunk grid's folders
+    /// would otherwise list the million once per folder).
+    pub(super) fn next_keys(&self, written: &[Vec<(i128, i128)>], prefix: &[u64]) -> BTreeSet<u64> {
+        let k = prefix.len();
+        self.chunk_boxes(written)
+            .into_iter()
+            .filter(|spans| {
+                k < spans.len()
+                    && prefix
+                        .iter()
+                        .zip(spans)
+                        .all(|(c, &(lo, hi))| lo <= *c && *c <= hi)
+            })
+            .flat_map(|spans| spans[k].0..=spans[k].1)
+            .collect()
+    }
+
+    /// The boxes of chunk indexes (inclusive spans per dimension) whose chunks have a
+    /// file: the whole grid when every chunk has one (and the grid is small enough to
+    /// list, [`COORD_LIST_ALL`]), else those under each written box.
+    fn chunk_boxes(&self, written: &[Vec<(i128, i128)>]) -> Vec<Vec<(u64, u64)>> {
         let counts = self.chunk_counts();
         let all = counts
             .iter()
             .try_fold(1u64, |n, &c| n.checked_mul(c))
             .is_some_and(|n| n <= COORD_LIST_ALL);
         let whole: Vec<(u64, u64)> = counts.iter().map(|&n| (0, n.saturating_sub(1))).collect();
-        let mut out = BTreeSet::new();
         if self.every_chunk && all {
-            odometer(&whole, &mut out);
-            return out;
+            return vec![whole];
         }
-        for dom in written {
-            let spans: Vec<(u64, u64)> = match self.array {
-                ZArray::Coords(dim) => match dom.get(dim) {
-                    Some(&range) => vec![self.chunk_span(0, range)],
-                    None => continue,
-                },
+        written
+            .iter()
+            .filter_map(|dom| match self.array {
+                ZArray::Coords(dim) => dom.get(dim).map(|&range| vec![self.chunk_span(0, range)]),
                 // The dimensions of the domain, then a cell's values: one chunk.
-                _ => (0..counts.len())
-                    .map(|k| match dom.get(k) {
-                        Some(&range) if k < self.origin.len() => self.chunk_span(k, range),
-                        _ => whole[k],
-                    })
-                    .collect(),
-            };
-            odometer(&spans, &mut out);
-        }
-        out
+                _ => Some(
+                    (0..counts.len())
+                        .map(|k| match dom.get(k) {
+                            Some(&range) if k < self.origin.len() => self.chunk_span(k, range),
+                            _ => whole[k],
+                        })
+                        .collect(),
+                ),
+            })
+            .collect()
     }
 
     /// The array's metadata file `meta` (`.zarray`, `.zattrs` or `zarr.json`).
@@ -1125,6 +1151,33 @@ mod tests {
         assert_eq!(a.chunk_span(1, (30, 30)), (8, 8));
     }
 
+    /// A grid of 10^12 chunks written whole: a `c/<i>` folder lists its million keys
+    /// from the written box's spans (listing them by filtering every chunk of the grid
+    /// would walk 10^12).
+    #[test]
+    fn keys_of_a_huge_grid_are_listed_one_level_at_a_time() {
+        let s = schema(
+            ArrayType::Dense,
+            vec![
+                dim("x", Datatype::Int64, 0, 999_999, Some(1)),
+                dim("y", Datatype::Int64, 0, 999_999, Some(1)),
+            ],
+            vec![attr("a", Datatype::Int32, 1, false, vec![0; 4])],
+        );
+        let store = store(&s, &fields(&s)).unwrap();
+        let a = array(&store, "a");
+        let written = vec![vec![(0, 999_999), (0, 999_999)]];
+        let top = a.next_keys(&written, &[]);
+        assert_eq!(top.len(), 1_000_000);
+        let below = a.next_keys(&written, &[123_456]);
+        assert_eq!(below.len(), 1_000_000);
+        assert_eq!(below.iter().next_back(), Some(&999_999));
+        assert!(
+            a.next_keys(&written, &[1_000_000]).is_empty(),
+            "past the grid"
+        );
+    }
+
     #[test]
     fn chunk_files_are_those_under_written_boxes() {
         let store = grid_store();
@@ -1139,6 +1192,19 @@ mod tests {
         }
         want.push(vec![6, 8]);
         assert_eq!(files.into_iter().collect::<Vec<_>>(), want);
+        // One level at a time, as the `c/` folders list them, the same keys.
+        let top = a.next_keys(&written, &[]);
+        assert_eq!(top.iter().copied().collect::<Vec<_>>(), [0, 1, 2, 6]);
+        for i in top {
+            let below: Vec<u64> = a.next_keys(&written, &[i]).into_iter().collect();
+            let want_below: Vec<u64> = want.iter().filter(|c| c[0] == i).map(|c| c[1]).collect();
+            assert_eq!(below, want_below, "under {i}");
+            assert!(
+                a.next_keys(&written, &[i, below[0]]).is_empty(),
+                "chunks: no level below"
+            );
+        }
+        assert!(a.next_keys(&written, &[4]).is_empty(), "4 holds no chunk");
         assert!(a.chunk_exists(&written, &[1, 2]));
         assert!(a.chunk_exists(&written, &[6, 8]));
         assert!(
