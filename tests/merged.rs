@@ -301,3 +301,53 @@ fn a_corrupt_tile_fails_the_merged_files_that_need_it_only() {
     let before = tree.resolve(&format!("at/{t}/f64/values.bin")).unwrap();
     assert!(read_all(&tree, before).is_ok());
 }
+
+/// A state stays merged (and its rendered files kept) across rescans that did not change
+/// it: a writer committing later fragments every second would otherwise have every old
+/// `at/<T>` merged and rendered again every second. A fragment visible at `T` (or gone
+/// from it) changes the state, which is merged again, showing it.
+#[test]
+fn a_state_stays_merged_until_a_rescan_changes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("many");
+    many_fragments(&array, 10, 100);
+    let tree = fragfs::view::ArrayTree::open_path(&array, Default::default(), 16 << 20)
+        .unwrap()
+        .with_refresh_interval(std::time::Duration::MAX);
+    let read = |path: &str| read_all(&tree, tree.resolve(path).unwrap()).unwrap();
+    let json = |path: &str| serde_json::from_slice::<serde_json::Value>(&read(path)).unwrap();
+    let fragments = |v: &serde_json::Value| v["fragments"].as_array().unwrap().len();
+    assert_eq!(fragments(&json("at/105/read.json")), 6);
+    let renders = tree.files_rendered();
+    // Later fragments: at/105 is what it was, and is not made again.
+    many_fragments(&array, 5, 200);
+    assert!(tree.refresh().unwrap(), "the rescan saw the new fragments");
+    assert_eq!(fragments(&json("at/105/read.json")), 6);
+    assert_eq!(tree.files_rendered(), renders, "at/105 rendered again");
+    assert_eq!(fragments(&json("latest/read.json")), 15, "latest/ has them");
+    // A fragment at 103: at/105 changed.
+    let renders = tree.files_rendered();
+    many_fragments(&array, 1, 50);
+    let moved = array
+        .join("__fragments")
+        .join(format!("__103_103_{:032x}_22", 50u64));
+    std::fs::rename(
+        array
+            .join("__fragments")
+            .join(format!("__50_50_{:032x}_22", 50u64)),
+        &moved,
+    )
+    .unwrap();
+    std::fs::rename(
+        array
+            .join("__commits")
+            .join(format!("__50_50_{:032x}_22.wrt", 50u64)),
+        array
+            .join("__commits")
+            .join(format!("__103_103_{:032x}_22.wrt", 50u64)),
+    )
+    .unwrap();
+    assert!(tree.refresh().unwrap());
+    assert_eq!(fragments(&json("at/105/read.json")), 7);
+    assert!(tree.files_rendered() > renders);
+}

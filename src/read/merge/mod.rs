@@ -162,6 +162,44 @@ pub struct Merged {
     var_index: Vec<Lazy<Arc<Vec<u64>>>>,
 }
 
+/// The fragments visible at `t`, oldest first by (t1, name), each with the timestamp a
+/// consolidation hides it from (`None`: live).
+fn visible(array: &Array, dense: bool, t: u64) -> Vec<(&Arc<Fragment>, Option<u64>)> {
+    let mut candidates: Vec<(&Arc<Fragment>, Option<u64>)> = array
+        .fragments
+        .iter()
+        .map(|f| (f, None))
+        .chain(array.replaced.iter().map(|(f, hidden)| (f, Some(*hidden))))
+        .filter(|(f, hidden)| {
+            visibility::is_open_at(&f.timestamps, dense, t) && hidden.is_none_or(|h| h > t)
+        })
+        .collect();
+    candidates
+        .sort_by(|(a, _), (b, _)| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
+    candidates
+}
+
+/// A digest of everything [`Merged::open`] reads of `array` for the state at `at`: its
+/// schema, the visible fragments and the delete/update commits up to then. Two scans
+/// of the array with the same digest for `at` merge to the same state, so a state stays
+/// open across rescans that only added later fragments (a writer that commits every
+/// second would otherwise have every old state merged again every second).
+pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let t = at.unwrap_or(u64::MAX);
+    let schema = array.schema_at(t);
+    let dense = schema.schema.array_type == ArrayType::Dense;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (t, &schema.name).hash(&mut h);
+    for (f, hidden) in visible(array, dense, t) {
+        (f.id, hidden).hash(&mut h);
+    }
+    for c in array.condition_commits.iter().filter(|c| c.timestamp <= t) {
+        (&c.rel_path, c.timestamp, c.is_update).hash(&mut h);
+    }
+    h.finish()
+}
+
 impl Merged {
     /// The array as TileDB reads it at `at` (`None`: now), reading through `engine`.
     pub fn open(engine: Arc<ReadEngine>, array: &Array, at: Option<u64>) -> Result<Merged> {
@@ -188,17 +226,7 @@ impl Merged {
         // `.vac` file that lists it opens (in a sparse array, at the consolidated
         // fragment's first timestamp: then that fragment alone covers its range).
         let dense = schema.array_type == ArrayType::Dense;
-        let mut candidates: Vec<(&Arc<Fragment>, Option<u64>)> = array
-            .fragments
-            .iter()
-            .map(|f| (f, None))
-            .chain(array.replaced.iter().map(|(f, hidden)| (f, Some(*hidden))))
-            .filter(|(f, hidden)| {
-                visibility::is_open_at(&f.timestamps, dense, t) && hidden.is_none_or(|h| h > t)
-            })
-            .collect();
-        candidates
-            .sort_by(|(a, _), (b, _)| (a.timestamps.t1, &a.name).cmp(&(b.timestamps.t1, &b.name)));
+        let candidates = visible(array, dense, t);
         let fragments: Vec<&Arc<Fragment>> = candidates.iter().map(|(f, _)| *f).collect();
         Fragment::preload_metas(&fragments, &array.schemas);
         let mut sources = Vec::new();

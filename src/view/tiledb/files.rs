@@ -56,26 +56,28 @@ impl ArrayTree {
     /// go back to 0, or the kernel, which trusts it for files opened since, would cut
     /// their reads short.
     pub(super) fn learnt_size(&self, ino: Ino, generation: u64) -> Option<u64> {
-        self.lock_learnt_sizes().get(&(ino, generation)).copied()
+        self.lock_learnt_sizes()
+            .get(&ino)
+            .filter(|(g, _)| *g == generation)
+            .map(|&(_, size)| size)
     }
 
-    /// Keeps a rendered file's size (16 bytes each). Sizes of older generations go, and
-    /// so do those of numbers the node table dropped (no one holds them), whenever the
-    /// map has doubled since it was last cleared: it stays within twice the files in use.
+    /// Keeps a rendered file's size (24 bytes each), one per file: the latest
+    /// generation's. Those of numbers the node table dropped (no one holds them) go
+    /// whenever the map has doubled since it was last cleared: it stays within twice
+    /// the files in use.
     pub(super) fn learn_size(&self, ino: Ino, generation: u64, size: u64) {
         const FLOOR: usize = 1024;
         let mut sizes = self.lock_learnt_sizes();
-        let now = self.generation.load(Ordering::Acquire);
-        sizes.retain(|&(_, g), _| g == 0 || g == now);
         if sizes.len() >= FLOOR && sizes.len() >= 2 * self.learnt_sizes_kept.load(Ordering::Relaxed)
         {
-            sizes.retain(|&(ino, _), _| self.nodes.node(ino).is_some());
+            sizes.retain(|&ino, _| self.nodes.node(ino).is_some());
             self.learnt_sizes_kept.store(sizes.len(), Ordering::Relaxed);
         }
-        sizes.insert((ino, generation), size);
+        sizes.insert(ino, (generation, size));
     }
 
-    fn lock_learnt_sizes(&self) -> MutexGuard<'_, HashMap<(Ino, u64), u64>> {
+    fn lock_learnt_sizes(&self) -> MutexGuard<'_, HashMap<Ino, (u64, u64)>> {
         self.learnt_sizes.lock().unwrap_or_else(|e| e.into_inner())
     }
 

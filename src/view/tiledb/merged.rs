@@ -18,12 +18,48 @@ use crate::view::{names, value};
 pub(super) type When = Option<u64>;
 
 impl ArrayTree {
-    /// The array at `w`, merged once per rescan generation (see [`super::states`]).
+    /// The array at `w`, merged once for as long as what it is made of stays the same
+    /// (see [`super::states`] and [`ArrayTree::state_generation`]).
     pub(super) fn merged(&self, w: When) -> Result<Arc<Merged>> {
-        let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
-        self.states.get(&w, generation, || {
-            Merged::open(self.caches.engine.clone(), &self.array(), w)
-        })
+        self.merged_keyed(w).map(|(_, merged)| merged)
+    }
+
+    /// [`ArrayTree::merged`], with the generation it was merged at (what is derived
+    /// from it is filed under that).
+    pub(super) fn merged_keyed(&self, w: When) -> Result<(u64, Arc<Merged>)> {
+        let array = self.array();
+        let generation = self.state_generation_of(w, &array);
+        let merged = self.states.get(&w, generation, || {
+            Merged::open(self.caches.engine.clone(), &array, w)
+        })?;
+        Ok((generation, merged))
+    }
+
+    /// The generation of the state at `w`: a digest of what its merge reads (see
+    /// [`crate::read::merge::state_digest`]), computed once per rescan. It changes when
+    /// a rescan changed that state (a fragment visible at `w` came or went, a delete up
+    /// to `w`), not when it only added later fragments: a state merged, rendered or
+    /// described then stays.
+    pub(super) fn state_generation(&self, w: When) -> u64 {
+        self.state_generation_of(w, &self.array())
+    }
+
+    fn state_generation_of(&self, w: When, array: &crate::array::Array) -> u64 {
+        /// Digests kept: more than the open states, few enough to forget them all.
+        const KEPT: usize = 4096;
+        let scan = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        let mut digests = self.state_digests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(seen, digest)) = digests.get(&w) {
+            if seen == scan {
+                return digest;
+            }
+        }
+        let digest = crate::read::merge::state_digest(array, w);
+        if digests.len() >= KEPT {
+            digests.clear();
+        }
+        digests.insert(w, (scan, digest));
+        digest
     }
 
     /// The timestamps at which the array changed: every fragment's end, the start of

@@ -201,7 +201,10 @@ pub struct ArrayTree {
     indexing: crate::view::locks::KeyedLocks<Ino>,
     /// Sizes of files once learned by rendering them (text files, Zarr chunks of
     /// strings), by file and generation (see `learnt_size`).
-    learnt_sizes: Mutex<HashMap<(Ino, u64), u64>>,
+    learnt_sizes: Mutex<HashMap<Ino, (u64, u64)>>,
+    /// Per state, the digest of what it is made of and the rescan it was computed at
+    /// (see `state_generation`).
+    state_digests: Mutex<HashMap<When, (u64, u64)>>,
     /// How many learnt sizes were left when the map was last cleared of dropped nodes.
     learnt_sizes_kept: std::sync::atomic::AtomicUsize,
     /// The dimension labels' trees opened so far.
@@ -232,6 +235,7 @@ impl ArrayTree {
             refresh_interval: REFRESH_INTERVAL,
             indexing: Default::default(),
             learnt_sizes: Mutex::new(HashMap::new()),
+            state_digests: Mutex::new(HashMap::new()),
             learnt_sizes_kept: Default::default(),
             labels: Subtrees::default(),
             states: MergedStates::default(),

@@ -114,11 +114,11 @@ impl ArrayTree {
     }
 
     /// The generation what is derived from a folder belongs to: a state's files change
-    /// with a rescan, a fragment's never do (0).
+    /// with a rescan that changed that state, a fragment's never do (0).
     pub(super) fn generation_of(&self, folder: Folder) -> u64 {
         match folder {
             Folder::Fragment(_) => 0,
-            Folder::State(_) => self.generation.load(Ordering::Acquire),
+            Folder::State(w) => self.state_generation(w),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The Zarr stores built so far: one per state, so a listing, a lookup or a read under
 //! `zarr/` finds its store instead of describing every array again. A state is named as
-//! the merged states are, by its timestamp and the rescan generation, so a rescan that
-//! changed the array leaves the old stores unused (and the next build drops them). The
+//! the merged states are, by its timestamp, with the generation of it the store
+//! describes: a rescan that changed the state makes the next use build it again. The
 //! number kept is bounded (the least recently used goes), as nothing may grow with the
 //! number of paths looked up.
 
@@ -17,8 +17,8 @@ const STATES: usize = 64;
 /// reason follows from the schema as surely as the store, so it is kept the same way.
 pub(super) type Built = Result<Arc<ZStore>, String>;
 
-/// A state: its timestamp (`None`, now) and the rescan generation it was seen at.
-type State = (Option<u64>, u64);
+/// A state: its timestamp (`None`, now).
+type State = Option<u64>;
 
 /// The stores of one array's states.
 pub(in crate::view::tiledb) struct ZarrStores {
@@ -27,8 +27,9 @@ pub(in crate::view::tiledb) struct ZarrStores {
 
 #[derive(Default)]
 struct Inner {
-    /// Per state, its store and when it was last used.
-    stores: HashMap<State, (Built, u64)>,
+    /// Per state, the generation its store describes, the store and when it was last
+    /// used.
+    stores: HashMap<State, (u64, Built, u64)>,
     /// Counts uses, to find the least recently used.
     clock: u64,
     /// How many stores were built, for the tests that prove they are built once.
@@ -55,28 +56,29 @@ impl ZarrStores {
         let mut inner = self.lock();
         inner.clock += 1;
         let now = inner.clock;
-        if let Some((store, used)) = inner.stores.get_mut(&(w, generation)) {
-            *used = now;
-            return store.clone();
+        if let Some((g, store, used)) = inner.stores.get_mut(&w) {
+            if *g == generation {
+                *used = now;
+                return store.clone();
+            }
         }
         let store: Built = build().map(Arc::new);
         #[cfg(test)]
         {
             inner.builds += 1;
         }
-        // Stores of older generations are never asked for again.
-        inner.stores.retain(|&(_, g), _| g >= generation);
-        if inner.stores.len() >= STATES {
+        // (Another generation of this state is replaced below.)
+        if !inner.stores.contains_key(&w) && inner.stores.len() >= STATES {
             let oldest = inner
                 .stores
                 .iter()
-                .min_by_key(|(_, (_, used))| *used)
+                .min_by_key(|(_, (_, _, used))| *used)
                 .map(|(&state, _)| state);
             if let Some(state) = oldest {
                 inner.stores.remove(&state);
             }
         }
-        inner.stores.insert((w, generation), (store.clone(), now));
+        inner.stores.insert(w, (generation, store.clone(), now));
         store
     }
 
@@ -112,11 +114,16 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         stores.get_or_build(Some(5), 0, empty).unwrap();
         assert_eq!(stores.builds(), 2);
-        // A rescan: the same timestamp is a new state, and the old ones go.
+        // A rescan that changed the state: built again, in the old one's place.
         let c = stores.get_or_build(None, 1, empty).unwrap();
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(stores.builds(), 3);
-        assert_eq!(stores.lock().stores.len(), 1);
+        assert_eq!(stores.lock().stores.len(), 2);
+        // One that did not change the state at 5 keeps its store.
+        stores
+            .get_or_build(Some(5), 0, || panic!("built again"))
+            .unwrap();
+        assert_eq!(stores.builds(), 3);
     }
 
     #[test]
