@@ -18,8 +18,8 @@ fn check(
     merged: &[(std::path::PathBuf, serde_json::Value)],
 ) -> (usize, usize) {
     let script = repo().join("tests/check_text_npy.py");
-    let (mut checked, mut merged_checked) = (0, 0);
-    for batch in arrays.chunks(24) {
+    let batches: Vec<_> = arrays.chunks(24).collect();
+    sum_in_parallel(&batches, 2, |&batch| {
         let mounts: Vec<InProcess> = batch
             .iter()
             .map(|(a, e)| InProcess::new(a, e, 16 << 20, 2))
@@ -49,16 +49,16 @@ fn check(
             "{stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        checked += stdout
+        let checked = stdout
             .lines()
             .filter(|l| l.starts_with("ok ") && !l.contains(".merged.json"))
             .count();
-        merged_checked += stdout
+        let merged_checked = stdout
             .lines()
             .filter(|l| l.starts_with("ok ") && l.contains(".merged.json"))
             .count();
-    }
-    (checked, merged_checked)
+        (checked, merged_checked)
+    })
 }
 
 #[test]

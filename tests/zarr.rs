@@ -18,8 +18,8 @@ use serde_json::Value;
 /// returns the checker's "ok" lines (dense arrays checked) and "not shown" lines.
 fn check(python: &str, arrays: &[(PathBuf, Value)], merged: &[(PathBuf, Value)]) -> (usize, usize) {
     let script = repo().join("tests/check_zarr.py");
-    let (mut ok, mut not_shown) = (0, 0);
-    for batch in arrays.chunks(24) {
+    let batches: Vec<_> = arrays.chunks(24).collect();
+    sum_in_parallel(&batches, 2, |&batch| {
         let jsons = tempfile::tempdir().unwrap();
         let mut mounts = Vec::new();
         let mut specs = Vec::new();
@@ -51,13 +51,13 @@ fn check(python: &str, arrays: &[(PathBuf, Value)], merged: &[(PathBuf, Value)])
             "{stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        ok += stdout.lines().filter(|l| l.starts_with("ok ")).count();
-        not_shown += stdout
+        let ok = stdout.lines().filter(|l| l.starts_with("ok ")).count();
+        let not_shown = stdout
             .lines()
             .filter(|l| l.starts_with("not shown "))
             .count();
-    }
-    (ok, not_shown)
+        (ok, not_shown)
+    })
 }
 
 fn dense_count(merged: &[(PathBuf, Value)]) -> usize {

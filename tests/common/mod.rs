@@ -937,3 +937,34 @@ pub fn many_fragments_from(array: &Path, dir: &Path, n: u64, first: u64) {
         std::fs::write(dir.join("__commits").join(format!("{name}.wrt")), b"").unwrap();
     }
 }
+
+/// Runs `work` on every item, `workers` at a time, and sums the pairs it returns. The
+/// corpus checks hand each batch of mounts to one Python process, which keeps one core
+/// busy: two batches at once keep both.
+pub fn sum_in_parallel<T: Sync>(
+    items: &[T],
+    workers: usize,
+    work: impl Fn(&T) -> (usize, usize) + Sync,
+) -> (usize, usize) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut sum = (0, 0);
+                    while let Some(item) =
+                        items.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        let (a, b) = work(item);
+                        sum = (sum.0 + a, sum.1 + b);
+                    }
+                    sum
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .fold((0, 0), |s, x| (s.0 + x.0, s.1 + x.1))
+    })
+}
