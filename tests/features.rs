@@ -612,3 +612,19 @@ fn numbers_held_inside_a_label_stay_in_use_in_the_label_s_tree() {
         "given back and idle long: dropped"
     );
 }
+
+/// `schema.json` is the schema TileDB opens the array with: the last by name. The
+/// evolution of `enumerations` has timestamp 2, so its file `__2_2_*` is numerically
+/// older than the creation schema's wall-clock name but sorts after it (the largest end
+/// timestamp picked the creation schema before).
+#[test]
+fn schema_json_is_the_schema_tiledb_opens_last_by_name() {
+    let t = tree(&features().join("enumerations"));
+    let schema = json_at(&t, "schema.json").unwrap();
+    let evolved = "__2_2_62148a06ebe5c5e78dd2e709870a99fc";
+    assert_eq!(
+        json_at(&t, &format!("schemas/{evolved}.json")).unwrap(),
+        schema,
+        "schema.json is the evolved schema"
+    );
+}

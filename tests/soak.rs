@@ -491,17 +491,22 @@ fn a_mount_holds_under_a_long_mixed_load_with_a_writer() {
         .unwrap()
         .count();
     let third = third.load(Ordering::Relaxed);
-    eprintln!(
-        "soak: {seconds} s, {READERS} readers, {} writes by TileDB-Py; operations: {ops:?}",
-        String::from_utf8_lossy(&written.stdout).trim()
-    );
-    eprintln!(
-        "soak: longest small request {longest:?} ({what}); daemon RSS {} MiB at a third, {} MiB \
-         at the end (cache {} MiB); {fds} descriptors; {} new at/<T> looked up",
+    let report = format!(
+        "soak: {seconds} s, {READERS} readers, {} writes by TileDB-Py; operations: {ops:?}\n\
+         soak: longest small request {longest:?} ({what}); daemon RSS {} MiB at a third, {} \
+         MiB at the end (cache {} MiB); {fds} descriptors; {} new at/<T> looked up\n",
+        String::from_utf8_lossy(&written.stdout).trim(),
         third >> 20,
         daemon_rss >> 20,
         CACHE >> 20,
         load.new_states.load(Ordering::Relaxed)
+    );
+    eprint!("{report}");
+    // Also kept after the run (the test harness shows a passing test's output only
+    // with --nocapture): the figures docs/reliability.md quotes.
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("soak-report.txt"),
+        &report,
     );
     let failures = load.failures.lock().unwrap().clone();
     assert!(failures.is_empty(), "failed reads: {failures:#?}");

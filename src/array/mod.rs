@@ -219,14 +219,18 @@ impl Array {
             .filter(|&i| schemas[i].name != LEGACY_SCHEMA)
             .collect();
         schemas_by_name.sort_by(|&a, &b| schemas[a].name.cmp(&schemas[b].name));
-        let seen_committed = |rel_dir: &str| {
-            previous.is_some_and(|p| {
+        // (A set, not a search of the previous list per fragment: quadratic on a
+        // rescan of a large array of a format without commit files.)
+        let committed: std::collections::HashSet<&str> = previous
+            .map(|p| {
                 p.fragments
                     .iter()
                     .chain(p.replaced.iter().map(|(f, _)| f))
-                    .any(|f| f.rel_dir == rel_dir)
+                    .map(|f| f.rel_dir.as_str())
+                    .collect()
             })
-        };
+            .unwrap_or_default();
+        let seen_committed = |rel_dir: &str| committed.contains(rel_dir);
         // `open` refuses arrays without schemas (checked above); the type never changes.
         let dense = schemas
             .last()
@@ -391,9 +395,15 @@ impl Array {
             .unwrap_or_else(|| self.latest_schema())
     }
 
+    /// The schema TileDB opens the array with now: the last by name (see
+    /// [`Array::schema_at`]), else the pre-2.x `__array_schema.tdb`.
     pub fn latest_schema(&self) -> &SchemaFile {
-        // `open` refuses arrays without schemas.
-        &self.schemas[self.schemas.len() - 1]
+        self.schemas_by_name
+            .last()
+            .and_then(|&i| self.schemas.get(i))
+            .or_else(|| self.schemas.iter().find(|s| s.name == LEGACY_SCHEMA))
+            // `open` refuses arrays without schemas.
+            .unwrap_or(&self.schemas[self.schemas.len() - 1])
     }
 }
 
