@@ -184,7 +184,7 @@ fn the_shared_corpus_reads_the_same_through_s3_cat_and_mount() {
     let failures = std::sync::Mutex::new(Vec::new());
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..8 {
+        for _ in 0..16 {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some((array, expected)) = arrays.get(i) else {
