@@ -219,6 +219,31 @@ pub enum Command {
     },
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
     Umount { mountpoint: PathBuf },
+    /// Serve the tree a mount shows over the network, in the foreground, until
+    /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another face is named).
+    /// Prints one line per face, `<face> <url>`, once it listens.
+    Serve {
+        #[command(flatten)]
+        array: ArrayArgs,
+        /// Serve HTTP (GET/HEAD with ranges, folder listings) on this address.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Required from HTTP clients, as a bearer token or a basic-auth password.
+        #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Allow listening beyond loopback without an access control.
+        #[arg(long)]
+        insecure_listen: bool,
+        /// Connections served at once per face (more wait in the listen backlog).
+        #[arg(long, value_name = "N", default_value_t = 1024)]
+        max_connections: usize,
+        /// Threads reading the tree; default: the cores.
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Bound of the caches, as for `mount`.
+        #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
+        cache_size: u64,
+    },
 }
 
 /// Options of `mount(8)` and fstab that mean nothing to a read-only FUSE mount (or that
@@ -266,8 +291,11 @@ pub fn from_mount_helper(args: &[OsString]) -> Option<Result<Option<Vec<OsString
     let helper_name =
         program.starts_with("mount.fragfs") || program.starts_with("mount.fuse.fragfs");
     let first = args.get(1)?.to_string_lossy().into_owned();
-    let subcommands = ["ls", "cat", "info", "mount", "umount", "help"];
-    let looks_like_helper = !first.starts_with('-') && !subcommands.contains(&first.as_str());
+    let subcommand = first == "help"
+        || <Cli as clap::CommandFactory>::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == first);
+    let looks_like_helper = !first.starts_with('-') && !subcommand;
     (helper_name || looks_like_helper && args.len() >= 3).then(|| helper_arguments(&args[1..]))
 }
 

@@ -11,6 +11,7 @@ use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
+use fragfs::serve::{Faces, Limits, ServeRequest};
 use fragfs::view::{open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
@@ -149,6 +150,38 @@ fn run(command: Command) -> Result<()> {
                 cache_size,
                 foreground,
                 fuse,
+            })?;
+        }
+        Command::Serve {
+            array,
+            http,
+            token,
+            insecure_listen,
+            max_connections,
+            threads,
+            cache_size,
+        } => {
+            let key = array.encryption_key.as_deref().map(parse_key).transpose()?;
+            let threads = threads
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(2);
+            let chunk = array.chunk_options();
+            fragfs::serve::run(ServeRequest {
+                s3: array.s3.options(),
+                array: array.array,
+                options: OpenOptions { key },
+                chunk,
+                cache_size,
+                threads,
+                faces: Faces {
+                    http,
+                    token,
+                    insecure_listen,
+                    limits: Limits {
+                        max_connections,
+                        ..Limits::default()
+                    },
+                },
             })?;
         }
         Command::Umount { mountpoint } => {

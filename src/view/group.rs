@@ -345,6 +345,13 @@ impl FileTree for GroupTree {
         }
     }
 
+    fn version(&self, ino: Ino) -> Option<u64> {
+        let node = self.node(ino).ok()?;
+        self.in_member(&node, |t, i| Ok(t.version(i)))?
+            .ok()
+            .flatten()
+    }
+
     fn generation(&self) -> u64 {
         0
     }

@@ -141,6 +141,14 @@ pub trait FileTree: Send + Sync {
     /// The kernel gave back `n` references to `ino` (FORGET).
     fn forget(&self, _ino: Ino, _n: u64) {}
 
+    /// An identity of the bytes a file that may change holds now (a merged state's
+    /// digest), equal in every process of the same build that sees the same array:
+    /// `fragfs serve` derives strong `ETag`s from it, so replicas agree. `None`: the
+    /// file has none (an immutable file is identified by its path, size and time).
+    fn version(&self, _ino: Ino) -> Option<u64> {
+        None
+    }
+
     /// Prepares, in the background of a sequential reader, what a read of the range will
     /// need (read-ahead). By default nothing.
     fn read_ahead(&self, _ino: Ino, _offset: u64, _len: u64) -> Result<()> {

@@ -183,7 +183,9 @@ fn visible(array: &Array, dense: bool, t: u64) -> Vec<(&Arc<Fragment>, Option<u6
 /// schema, the visible fragments and the delete/update commits up to then. Two scans
 /// of the array with the same digest for `at` merge to the same state, so a state stays
 /// open across rescans that only added later fragments (a writer that commits every
-/// second would otherwise have every old state merged again every second).
+/// second would otherwise have every old state merged again every second). It hashes
+/// names, not this process's fragment numbers, so two processes of the same build
+/// agree on it: `fragfs serve` replicas derive the same `ETag` from it.
 pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
     use std::hash::{Hash, Hasher};
     let t = at.unwrap_or(u64::MAX);
@@ -192,7 +194,7 @@ pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (t, &schema.name).hash(&mut h);
     for (f, hidden) in visible(array, dense, t) {
-        (f.id, hidden).hash(&mut h);
+        (&f.rel_dir, &f.name, hidden).hash(&mut h);
     }
     for c in array.condition_commits.iter().filter(|c| c.timestamp <= t) {
         (&c.rel_path, c.timestamp, c.is_update).hash(&mut h);

@@ -773,6 +773,23 @@ impl FileTree for ArrayTree {
         self.generation.load(Ordering::Acquire)
     }
 
+    fn version(&self, ino: Ino) -> Option<u64> {
+        let node = self.nodes.node(ino)?;
+        if let Some(version) = self.in_label(&node, |t, i| Ok(t.version(i))) {
+            return version.ok().flatten();
+        }
+        let w = match &node {
+            Node::FolderFile(Folder::State(w), _) => *w,
+            Node::FieldFile(of, _) | Node::EnumFile(of, _) => match of.folder {
+                Folder::State(w) => w,
+                Folder::Fragment(_) => return None,
+            },
+            Node::Zarr(w, _) => *w,
+            _ => return None,
+        };
+        Some(self.state_generation(w))
+    }
+
     fn source(&self) -> String {
         self.array().location()
     }

@@ -1,0 +1,230 @@
+//! `fragfs serve`: the tree a mount shows, on network protocols, for the places FUSE
+//! cannot go (macOS and Windows laptops, unprivileged containers, browsers, clusters).
+//!
+//! One tree object answers every face, so every path, byte and size is the mount's.
+//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]); the
+//! connection handling they share is [`conn`], the request-path rules [`path`].
+//! [`Server`] runs the faces on one tokio runtime: `fragfs serve` until a signal,
+//! tests and embedders for as long as they hold it.
+
+pub mod conn;
+pub mod http;
+pub mod listing;
+pub mod path;
+pub mod range;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::array::OpenOptions;
+use crate::daemon::Signals;
+use crate::error::{Error, Result};
+use crate::storage::s3::S3Options;
+use crate::view::{open_source, ChunkOptions, FileTree};
+
+pub use conn::Limits;
+
+/// Everything `fragfs serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeRequest {
+    pub array: PathBuf,
+    pub s3: S3Options,
+    pub options: OpenOptions,
+    pub chunk: ChunkOptions,
+    pub cache_size: u64,
+    /// Threads reading the tree (blocking work); as many serve the network.
+    pub threads: usize,
+    pub faces: Faces,
+}
+
+/// Which faces listen where, and what guards them.
+#[derive(Debug, Clone, Default)]
+pub struct Faces {
+    /// HTTP; `fragfs serve` uses [`DEFAULT_HTTP`] when no face is named.
+    pub http: Option<SocketAddr>,
+    /// Required by HTTP as a bearer token or basic-auth password.
+    pub token: Option<String>,
+    /// Listen beyond loopback without an access control.
+    pub insecure_listen: bool,
+    pub limits: Limits,
+}
+
+/// The address `fragfs serve` listens on when no face is named.
+pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
+
+/// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
+/// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
+pub fn run(mut request: ServeRequest) -> Result<()> {
+    if request.faces.http.is_none() {
+        request.faces.http = DEFAULT_HTTP.parse().ok();
+    }
+    request.faces.check_access()?;
+    // Before any thread exists, so every thread inherits the blocked mask and only the
+    // waiting thread below sees these signals.
+    let signals = Signals::block().map_err(|e| Error::io(Path::new("signals"), e))?;
+    let tree = open_source(
+        &request.array,
+        &request.s3,
+        request.options.clone(),
+        request.chunk,
+        request.cache_size,
+    )?;
+    let server = Server::start(tree, &request.faces, request.threads)?;
+    for (face, url) in server.urls() {
+        ready(face, &url);
+    }
+    let sig = signals
+        .wait()
+        .map_err(|e| Error::io(Path::new("signals"), e))?;
+    log::info!("signal {sig}: no new connections; finishing the requests running");
+    server.stop();
+    log::info!("stopped serving {}", request.array.display());
+    Ok(())
+}
+
+/// The faces of one tree, serving on their own runtime until [`Server::stop`] (or drop).
+pub struct Server {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: tokio::sync::watch::Sender<bool>,
+    running: Vec<tokio::task::JoinHandle<()>>,
+    http: Option<SocketAddr>,
+}
+
+impl Server {
+    /// Binds every face of `faces` (an address in use is an error naming the face) and
+    /// starts serving `tree` with `threads` threads.
+    pub fn start(tree: Arc<dyn FileTree>, faces: &Faces, threads: usize) -> Result<Server> {
+        let threads = threads.max(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .max_blocking_threads(threads * 4)
+            .thread_name("fragfs-serve")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io(Path::new("runtime"), e))?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut server = Server {
+            runtime: None,
+            stop,
+            running: Vec::new(),
+            http: None,
+        };
+        if let Some(addr) = faces.http {
+            let listener = bind(&runtime, addr, "HTTP")?;
+            server.http = listener.local_addr().ok();
+            let face = Arc::new(http::HttpFace {
+                tree: tree.clone(),
+                token: faces.token.clone(),
+            });
+            let service = hyper::service::service_fn(move |req| face.clone().answer(req));
+            let limits = faces.limits.clone();
+            server.running.push(runtime.spawn(conn::serve(
+                listener,
+                service,
+                limits,
+                stopped.clone(),
+                "http",
+            )));
+        }
+        server.runtime = Some(runtime);
+        Ok(server)
+    }
+
+    /// The address the HTTP face listens on (the port chosen when asked for port 0).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http
+    }
+
+    /// Each face and its URL.
+    pub fn urls(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(a) = self.http {
+            out.push(("http", format!("http://{a}/")));
+        }
+        out
+    }
+
+    /// Stops accepting, lets the requests running finish for at most
+    /// [`crate::mount::STOP_GRACE`], then closes every connection.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        let _ = self.stop.send(true);
+        let grace = crate::mount::STOP_GRACE;
+        let running = std::mem::take(&mut self.running);
+        let finished = runtime.block_on(async {
+            tokio::time::timeout(grace, async {
+                for r in running {
+                    let _ = r.await;
+                }
+            })
+            .await
+        });
+        if finished.is_err() {
+            log::warn!(
+                "requests still running {} s after the stop: closing their connections",
+                grace.as_secs()
+            );
+        }
+        runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+impl Faces {
+    /// A face may listen beyond loopback only behind an access control, or when asked
+    /// to with `--insecure-listen`.
+    pub fn check_access(&self) -> Result<()> {
+        if self.insecure_listen {
+            return Ok(());
+        }
+        if let Some(addr) = self.http {
+            if !addr.ip().is_loopback() && self.token.is_none() {
+                return Err(Error::InvalidArgument(format!(
+                    "--http {addr} is reachable beyond this machine: give --token (clients \
+                     send it as a bearer token or a basic-auth password), or --insecure-listen"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Says on stdout (one line per face, flushed: scripts and tests wait for it) and in
+/// the log where a face listens; with port 0 the system chose the port.
+fn ready(face: &str, url: &str) {
+    use std::io::Write;
+    log::info!("serving over {face} on {url}");
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{face} {url}");
+    let _ = out.flush();
+}
+
+fn bind(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    face: &str,
+) -> Result<tokio::net::TcpListener> {
+    let _entered = runtime.enter();
+    let std_listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        Error::setup(
+            e.raw_os_error().unwrap_or(libc::EADDRINUSE),
+            format!("{face}: cannot listen on {addr}: {e}"),
+        )
+    })?;
+    std_listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(std_listener))
+        .map_err(|e| Error::io(Path::new("listener"), e))
+}

@@ -1,0 +1,592 @@
+//! `fragfs serve` over HTTP: every file of the fixtures and the shared corpus byte-exact
+//! to the tree a mount shows, the HTTP semantics clients rely on (ranges, validators,
+//! listings, CORS, tokens), and hostile clients answered with errors while others are
+//! served.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::http::{body, get, raw, OverHttp};
+use common::*;
+use fragfs::serve::{Faces, Server};
+use fragfs::view::{FileTree, Ino, ROOT};
+
+fn serve(tree: Arc<dyn FileTree>, token: Option<&str>) -> Server {
+    let faces = Faces {
+        http: Some("127.0.0.1:0".parse().unwrap()),
+        token: token.map(String::from),
+        ..Faces::default()
+    };
+    Server::start(tree, &faces, 2).unwrap()
+}
+
+fn served_fixture(name: &str) -> (Arc<dyn FileTree>, Server, SocketAddr) {
+    let (array, expected) = fixture(name);
+    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
+    let server = serve(tree.clone(), None);
+    let addr = server.http_addr().unwrap();
+    (tree, server, addr)
+}
+
+/// Every file below `dir` with its tree path (`at/` limited to `at_limit` states).
+fn files(tree: &dyn FileTree, at_limit: usize) -> Vec<(String, Ino)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), ROOT)];
+    while let Some((path, dir)) = stack.pop() {
+        let list = tree.list(dir).unwrap();
+        let list = if path == "at" {
+            list.into_iter().take(at_limit).collect()
+        } else {
+            list
+        };
+        for e in list {
+            let p = if path.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{path}/{}", e.name)
+            };
+            if e.is_dir() {
+                stack.push((p, e.ino));
+            } else {
+                out.push((p, e.ino));
+            }
+        }
+    }
+    out
+}
+
+fn url(path: &str) -> String {
+    let parts: Vec<String> = path.split('/').map(fragfs::serve::path::encode).collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// Every file of the tree (its merged states included) over HTTP: the same bytes as the
+/// tree reads, the same size in `Content-Length` (or, for a text file not yet sized,
+/// streamed), an error status where the tree fails; and every folder's JSON listing
+/// names what the tree lists.
+fn check_every_file(tree: &dyn FileTree, addr: SocketAddr) -> Result<usize, String> {
+    let mut checked = 0;
+    for (path, ino) in files(tree, 3) {
+        let want = read_all(tree, ino);
+        let r = get(addr, "GET", &url(&path), &[]);
+        match want {
+            Ok(bytes) => {
+                if r.status != 200 || r.body != bytes {
+                    return Err(format!(
+                        "{path}: {} with {} bytes, the tree has {}",
+                        r.status,
+                        r.body.len(),
+                        bytes.len()
+                    ));
+                }
+                if let Some(len) = r.header("content-length") {
+                    if len != bytes.len().to_string() {
+                        return Err(format!("{path}: Content-Length {len} of {}", bytes.len()));
+                    }
+                }
+            }
+            Err(e) => {
+                if r.status < 400 {
+                    return Err(format!(
+                        "{path}: {} over HTTP, the tree fails: {e}",
+                        r.status
+                    ));
+                }
+            }
+        }
+        checked += 1;
+    }
+    for dir in ["", "fragments/", "latest/"] {
+        let r = get(addr, "GET", &format!("/{dir}?format=json"), &[]);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = v["entries"]
+            .as_array()
+            .ok_or(format!("/{dir}: no entries"))?
+            .iter()
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        let node = tree.resolve(dir).map_err(|e| e.to_string())?;
+        let listed: Vec<String> = tree
+            .list(node)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        if names != listed {
+            return Err(format!("/{dir}: listed {names:?}, the tree {listed:?}"));
+        }
+    }
+    Ok(checked)
+}
+
+#[test]
+fn every_file_of_the_fixtures_reads_the_same_over_http() {
+    let (arrays, merged) = fixture_files();
+    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
+    let mut files = 0;
+    for (array, expected) in &arrays {
+        let tree: Arc<dyn FileTree> = Arc::new(open_view(array, expected).unwrap());
+        let server = serve(tree.clone(), None);
+        let addr = server.http_addr().unwrap();
+        let name = array.display();
+        check_tree(&OverHttp(addr), expected).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if let Some(m) = merged.get(array) {
+            check_merged(&OverHttp(addr), m).unwrap_or_else(|e| panic!("{name}: merged: {e}"));
+        }
+        files += check_every_file(&*tree, addr).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    println!("{} fixture arrays, {files} files over HTTP", arrays.len());
+    assert!(files > 500, "only {files} files checked");
+}
+
+#[test]
+fn the_shared_corpus_reads_the_same_over_http() {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return;
+    };
+    let (arrays, merged) = corpus_files(&corpus);
+    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
+    assert_eq!(arrays.len(), 525);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((array, expected)) = arrays.get(i) else {
+                    return;
+                };
+                let check = || -> Result<(), String> {
+                    let tree: Arc<dyn FileTree> =
+                        Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
+                    let server = serve(tree.clone(), None);
+                    let over = OverHttp(server.http_addr().unwrap());
+                    check_tree(&over, expected)?;
+                    if let Some(m) = merged.get(array) {
+                        check_merged(&over, m).map_err(|e| format!("merged: {e}"))?;
+                    }
+                    // A text file, streamed as it renders, as the tree reads it.
+                    let cells = tree.resolve("latest/cells.csv");
+                    if let Ok(node) = cells {
+                        if let Ok(bytes) = read_all(&*tree, node) {
+                            let r = get(over.0, "GET", "/latest/cells.csv", &[]);
+                            if r.status != 200 || r.body != bytes {
+                                return Err("latest/cells.csv differs".into());
+                            }
+                        }
+                    }
+                    Ok(())
+                };
+                if let Err(e) = check() {
+                    failures
+                        .lock()
+                        .unwrap()
+                        .push(format!("{}: {e}", array.display()));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    println!("{} corpus arrays over HTTP", arrays.len());
+}
+
+#[test]
+fn ranges_validators_and_conditional_requests() {
+    let (tree, _server, addr) = served_fixture("dense_2d");
+    let fragment = tree.list(tree.resolve("fragments").unwrap()).unwrap()[0]
+        .name
+        .clone();
+    let path = format!("/fragments/{fragment}/bs_dd_zstd/values.bin");
+    let whole = body(addr, &path).unwrap();
+    let size = whole.len();
+    assert!(size > 16, "a file of {size} bytes");
+
+    let r = get(addr, "GET", &path, &[("Range", "bytes=3-10")]);
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, whole[3..11]);
+    assert_eq!(
+        r.header("content-range"),
+        Some(&*format!("bytes 3-10/{size}"))
+    );
+    assert_eq!(r.header("content-length"), Some("8"));
+    let r = get(addr, "GET", &path, &[("Range", "bytes=-5")]);
+    assert_eq!((r.status, &r.body[..]), (206, &whole[size - 5..]));
+    let r = get(addr, "GET", &path, &[("Range", "bytes=4-")]);
+    assert_eq!((r.status, &r.body[..]), (206, &whole[4..]));
+    let r = get(addr, "GET", &path, &[("Range", "bytes=2-999999999999")]);
+    assert_eq!((r.status, &r.body[..]), (206, &whole[2..]));
+    // Several ranges: the whole file.
+    let r = get(addr, "GET", &path, &[("Range", "bytes=0-1,4-5")]);
+    assert_eq!((r.status, &r.body[..]), (200, &whole[..]));
+    // Past the end, inverted, huge: 416 with the size.
+    for bad in [
+        format!("bytes={size}-"),
+        "bytes=9-2".to_string(),
+        "bytes=99999999999999999999999-".to_string(),
+    ] {
+        let r = get(addr, "GET", &path, &[("Range", &bad)]);
+        assert_eq!(r.status, 416, "{bad}");
+        assert_eq!(r.header("content-range"), Some(&*format!("bytes */{size}")));
+    }
+    assert_eq!(
+        get(addr, "GET", &path, &[("Range", "lines=1-2")]).status,
+        200
+    );
+
+    let r = get(addr, "HEAD", &path, &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some(&*size.to_string()));
+    assert_eq!(r.header("accept-ranges"), Some("bytes"));
+    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert!(r
+        .header("last-modified")
+        .is_some_and(|m| m.ends_with(" GMT")));
+    let etag = r.header("etag").expect("a strong ETag").to_string();
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+    assert!(r.header("cache-control").unwrap().contains("immutable"));
+
+    let r = get(addr, "GET", &path, &[("If-None-Match", &etag)]);
+    assert_eq!((r.status, r.body.len()), (304, 0));
+    assert_eq!(r.header("etag"), Some(&*etag));
+    let r = get(addr, "GET", &path, &[("If-None-Match", "\"other\"")]);
+    assert_eq!(r.status, 200);
+    let r = get(
+        addr,
+        "GET",
+        &path,
+        &[("Range", "bytes=0-3"), ("If-Range", &etag)],
+    );
+    assert_eq!(r.status, 206);
+    let r = get(
+        addr,
+        "GET",
+        &path,
+        &[("Range", "bytes=0-3"), ("If-Range", "\"stale\"")],
+    );
+    assert_eq!((r.status, r.body.len()), (200, size));
+
+    // Files of a merged state, and files that may change, have validators too, and the
+    // same bytes give the same tag.
+    for p in [
+        "/latest/bs_dd_zstd/values.bin",
+        "/array.json",
+        "/latest/read.json",
+    ] {
+        let a = get(addr, "HEAD", p, &[]);
+        let b = get(addr, "HEAD", p, &[]);
+        assert!(a.header("etag").is_some(), "{p}: no ETag");
+        assert_eq!(a.header("etag"), b.header("etag"), "{p}");
+        assert_eq!(a.header("cache-control"), Some("no-cache"), "{p}");
+    }
+    assert_eq!(
+        get(addr, "HEAD", "/array.json", &[]).header("content-type"),
+        Some("application/json")
+    );
+}
+
+#[test]
+fn text_files_stream_as_they_render_and_head_tells_their_size() {
+    let (tree, _server, addr) = served_fixture("sparse_var_nullable");
+    let node = tree.resolve("latest/cells.csv").unwrap();
+    // Not sized yet: a GET streams it (chunked), and equals what the tree reads.
+    assert!(!tree.stat(node).unwrap().exact_size);
+    let r = get(addr, "GET", "/latest/cells.csv", &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
+    let want = read_all(&*tree, node).unwrap();
+    assert_eq!(r.body, want);
+    // A HEAD (how clients ask for a size) and a range know it.
+    let r = get(addr, "HEAD", "/latest/cells.csv", &[]);
+    assert_eq!(r.header("content-length"), Some(&*want.len().to_string()));
+    let r = get(addr, "GET", "/latest/cells.csv", &[("Range", "bytes=1-4")]);
+    assert_eq!((r.status, &r.body[..]), (206, &want[1..5]));
+}
+
+#[test]
+fn folders_list_as_html_or_json() {
+    let (tree, _server, addr) = served_fixture("odd_names");
+    // Without the slash: redirected to the folder, so relative links work.
+    let r = get(addr, "GET", "/latest", &[]);
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("location"), Some("/latest/"));
+
+    let r = get(addr, "GET", "/", &[("Accept", "text/html")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    let page = String::from_utf8(r.body).unwrap();
+    for e in tree.list(ROOT).unwrap() {
+        let slash = if e.is_dir() { "/" } else { "" };
+        let href = format!("href=\"{}{slash}\"", fragfs::serve::path::encode(&e.name));
+        assert!(page.contains(&href), "no link {href}");
+    }
+    let size = tree.stat(tree.resolve("array.json").unwrap()).unwrap().size;
+    assert!(
+        page.contains(&format!("<td class=\"size\">{size}</td>")),
+        "no size of array.json"
+    );
+    assert!(page.contains("<h2><a href=\"array.json\">array.json</a></h2>"));
+
+    // Every attribute folder of the odd names is reachable by its link.
+    let r = get(addr, "GET", "/latest/", &[("Accept", "application/json")]);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let entries = v["entries"].as_array().unwrap();
+    assert!(!entries.is_empty());
+    for e in entries {
+        let name = e["name"].as_str().unwrap();
+        let dir = e["type"] == "dir";
+        let link = format!(
+            "/latest/{}{}",
+            fragfs::serve::path::encode(name),
+            if dir { "/" } else { "" }
+        );
+        assert_eq!(get(addr, "HEAD", &link, &[]).status, 200, "{link}");
+        if !dir {
+            // A size listed is the file's size (a text file's shows once rendered).
+            if let Some(size) = e["size"].as_u64() {
+                let node = tree.resolve(&format!("latest/{name}")).unwrap();
+                assert_eq!(read_all(&*tree, node).unwrap().len() as u64, size, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_token_guards_every_request_but_the_preflight() {
+    let (array, expected) = fixture("dense_basic");
+    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
+    let server = serve(tree, Some("s3cret"));
+    let addr = server.http_addr().unwrap();
+    let r = get(addr, "GET", "/array.json", &[]);
+    assert_eq!(r.status, 401);
+    assert!(r.header("www-authenticate").unwrap().starts_with("Basic"));
+    assert_eq!(
+        get(
+            addr,
+            "GET",
+            "/array.json",
+            &[("Authorization", "Bearer nope")]
+        )
+        .status,
+        401
+    );
+    assert_eq!(
+        get(addr, "GET", "/", &[("Authorization", "Bearer s3cret")]).status,
+        200
+    );
+    // user:s3cret and any user name.
+    let basic = "Basic dXNlcjpzM2NyZXQ=";
+    assert_eq!(
+        get(addr, "GET", "/array.json", &[("Authorization", basic)]).status,
+        200
+    );
+    let r = get(
+        addr,
+        "OPTIONS",
+        "/array.json",
+        &[
+            ("Origin", "http://x"),
+            ("Access-Control-Request-Method", "GET"),
+        ],
+    );
+    assert_eq!(r.status, 204);
+    assert!(r
+        .header("access-control-allow-headers")
+        .unwrap()
+        .contains("Range"));
+}
+
+#[test]
+fn bad_and_hostile_requests_get_errors_and_others_are_still_served() {
+    let (tree, server, addr) = served_fixture("dense_2d");
+    let ok = || body(addr, "/array.json").unwrap();
+    let want = ok();
+    for (method, path, status) in [
+        ("PUT", "/array.json", 405),
+        ("DELETE", "/latest/", 405),
+        ("POST", "/", 405),
+        ("GET", "/nothing/here", 404),
+        ("GET", "/array.json/", 404),
+        ("GET", "/../etc/passwd", 400),
+        ("GET", "/fragments/%2e%2e/x", 400),
+        ("GET", "/latest/a%00b", 400),
+        ("GET", "/latest//a", 400),
+        ("GET", "/%ff", 400),
+    ] {
+        assert_eq!(
+            get(addr, method, path, &[]).status,
+            status,
+            "{method} {path}"
+        );
+    }
+    // A request body is refused (and its connection closed).
+    let r = raw(
+        addr,
+        b"GET /array.json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        false,
+    );
+    assert_eq!(r.status, 413);
+    // Garbage, and a head larger than the bound.
+    assert_eq!(raw(addr, b"\x01\x02 nonsense\r\n\r\n", false).status, 400);
+    let huge = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(64 << 10)
+    );
+    assert_eq!(raw(addr, huge.as_bytes(), false).status, 431);
+
+    // 1,000 idle connections, and a client that stops reading a large response: the
+    // others are still served.
+    let idle: Vec<TcpStream> = (0..1000)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    let big = tree.resolve("latest/cells.csv").unwrap();
+    let big_size = read_all(&*tree, big).unwrap().len();
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled
+        .write_all(b"GET /latest/cells.csv HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 16];
+    stalled.read_exact(&mut first).unwrap();
+    assert_eq!(&first[..12], b"HTTP/1.1 200");
+    let started = Instant::now();
+    for _ in 0..20 {
+        assert_eq!(ok(), want);
+    }
+    println!(
+        "20 requests in {:?} beside 1000 idle connections and a stalled reader of {big_size} bytes",
+        started.elapsed()
+    );
+    drop(idle);
+    drop(stalled);
+    assert_eq!(ok(), want);
+    // Stopping ends the server (and its connections) within the grace period.
+    let idle = TcpStream::connect(addr).unwrap();
+    let started = Instant::now();
+    server.stop();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(idle);
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after stop"
+    );
+}
+
+fn fragfs_serve(array: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .arg("serve")
+        .arg(array)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.starts_with("http http://"), "first line {line:?}");
+    let url = line
+        .trim()
+        .trim_start_matches("http ")
+        .trim_end_matches('/')
+        .to_string();
+    (child, url)
+}
+
+fn addr_of(url: &str) -> SocketAddr {
+    url.trim_start_matches("http://").parse().unwrap()
+}
+
+#[test]
+fn the_command_serves_until_sigterm_and_replicas_agree_on_etags() {
+    let (array, _) = fixture("consolidated");
+    let (mut one, url_one) = fragfs_serve(&array, &["--http", "127.0.0.1:0"]);
+    let (mut two, url_two) = fragfs_serve(&array, &["--http", "127.0.0.1:0"]);
+    let (a, b) = (addr_of(&url_one), addr_of(&url_two));
+    // A third replica in this process, whose fragment numbers differ (other arrays were
+    // opened first): tags derive from names, never from this process's numbering.
+    let (other, other_expected) = fixture("dense_2d");
+    let _first = open_view(&other, &other_expected).unwrap();
+    let (_, expected) = fixture("consolidated");
+    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
+    let three = serve(tree, None);
+    let c = three.http_addr().unwrap();
+    let listing: serde_json::Value =
+        serde_json::from_slice(&body(a, "/fragments/?format=json").unwrap()).unwrap();
+    let fragment = listing["entries"][0]["name"].as_str().unwrap().to_string();
+    for path in [
+        format!("/fragments/{fragment}/a/values.bin"),
+        "/latest/a/values.bin".to_string(),
+        "/latest/cells.csv".to_string(),
+        "/array.json".to_string(),
+    ] {
+        let (ra, rb) = (get(a, "HEAD", &path, &[]), get(b, "HEAD", &path, &[]));
+        assert_eq!(ra.status, 200, "{path}");
+        assert!(ra.header("etag").is_some(), "{path}: no ETag");
+        assert_eq!(ra.header("etag"), rb.header("etag"), "{path}");
+        assert_eq!(
+            ra.header("etag"),
+            get(c, "HEAD", &path, &[]).header("etag"),
+            "{path}"
+        );
+        assert_eq!(
+            ra.header("last-modified"),
+            rb.header("last-modified"),
+            "{path}"
+        );
+        assert_eq!(body(a, &path).unwrap(), body(b, &path).unwrap(), "{path}");
+    }
+    for child in [&mut one, &mut two] {
+        // SAFETY: kill sends a signal to our own child, by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+    let started = Instant::now();
+    for child in [&mut one, &mut two] {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn the_command_refuses_a_public_address_without_access_control() {
+    let (array, _) = fixture("dense_basic");
+    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .args(["serve"])
+        .arg(&array)
+        .args(["--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--token") && err.contains("--insecure-listen"),
+        "{err}"
+    );
+    // A taken port is one clear line too.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .args(["serve"])
+        .arg(&array)
+        .args(["--http", &port])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot listen on") && err.contains(&port),
+        "{err}"
+    );
+}
