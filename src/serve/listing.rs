@@ -78,7 +78,7 @@ pub fn html(tree: &dyn FileTree, path: &str, entries: &[Shown]) -> String {
             (false, Some(s)) => s.to_string(),
             (false, None) => "?".to_string(),
         };
-        let modified = e.mtime_ms.map(super::http::http_date).unwrap_or_default();
+        let modified = e.mtime_ms.map(super::file::http_date).unwrap_or_default();
         page.push_str(&format!(
             "<tr><td><a href=\"{}{slash}\">{}{slash}</a></td><td class=\"size\">{size}</td>\
              <td>{modified}</td></tr>\n",

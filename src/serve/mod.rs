@@ -2,12 +2,14 @@
 //! cannot go (macOS and Windows laptops, unprivileged containers, browsers, clusters).
 //!
 //! One tree object answers every face, so every path, byte and size is the mount's.
-//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]); the
+//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]); what a
+//! served file is (held, validated, streamed) is [`file`], the
 //! connection handling they share is [`conn`], the request-path rules [`path`].
 //! [`Server`] runs the faces on one tokio runtime: `fragfs serve` until a signal,
 //! tests and embedders for as long as they hold it.
 
 pub mod conn;
+pub mod file;
 pub mod http;
 pub mod listing;
 pub mod path;

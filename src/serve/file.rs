@@ -1,0 +1,204 @@
+//! A file of the tree as the network faces serve it: held while served, identified by
+//! strong validators, and read as a body one chunk at a time, the next only when the
+//! connection took the last (so a response costs one chunk of memory whatever the
+//! file's size).
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, StreamBody};
+use hyper::body::Frame;
+
+use crate::error::{Error, Result};
+use crate::view::{FileTree, Ino, Lifetime, Stat};
+
+/// Bytes read from the tree per step of a body.
+pub const CHUNK: u64 = 256 << 10;
+/// Files at most this large that may change get an `ETag` from their bytes.
+const HASHED: u64 = 1 << 20;
+
+pub type Body = UnsyncBoxBody<Bytes, io::Error>;
+
+/// A strong validator: an immutable file (inside a fragment) by its path, size and
+/// time; a file of a merged state by the state's digest; another small file by its
+/// bytes. Large files that may change and have no version get none. `shown` is the
+/// file's path in the tree (`latest/a/values.bin`): every face passes the same, so every
+/// face answers the same tag.
+pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<Option<String>> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(shown.as_bytes());
+    h.update([0]);
+    if tree.lifetime(ino) == Lifetime::Immutable && stat.exact_size {
+        h.update(stat.size.to_le_bytes());
+        h.update(stat.mtime_ms.unwrap_or(0).to_le_bytes());
+    } else if let Some(v) = tree.version(ino) {
+        h.update(b"state");
+        h.update(v.to_le_bytes());
+    } else if stat.exact_size && stat.size <= HASHED {
+        h.update(tree.read_at(ino, 0, stat.size)?);
+    } else {
+        return Ok(None);
+    }
+    let digest = h.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Some(format!("\"{hex}\"")))
+}
+
+/// The body of a file from `start` to `end` (to its end when `None`), `first` already
+/// read: each further chunk is read on the blocking pool when hyper asks for it.
+pub fn stream(
+    held: Arc<Held>,
+    shown: String,
+    start: u64,
+    end: Option<u64>,
+    first: Vec<u8>,
+) -> Body {
+    let done = first.is_empty() || end.is_none() && (first.len() as u64) < CHUNK;
+    let next = start + first.len() as u64;
+    let first = futures::stream::once(async move { Ok::<_, io::Error>(Bytes::from(first)) });
+    let ino = held.ino;
+    let state = (held, next, done);
+    let rest = futures::stream::unfold(state, move |(tree, at, done)| {
+        let shown = shown.clone();
+        async move {
+            if done || end.is_some_and(|e| at >= e) {
+                return None;
+            }
+            let want = end.map_or(CHUNK, |e| (e - at).min(CHUNK));
+            let t = tree.clone();
+            let read = tokio::task::spawn_blocking(move || t.tree.read_at(ino, at, want)).await;
+            let bytes = match read {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => {
+                    log::error!("http: /{shown} at byte {at}: {e}");
+                    return Some((Err(io::Error::other(e.to_string())), (tree, at, true)));
+                }
+                Err(e) => return Some((Err(io::Error::other(e.to_string())), (tree, at, true))),
+            };
+            let got = bytes.len() as u64;
+            if got < want && end.is_some() {
+                // The file ended before its stated size: cut the body (the client sees
+                // a short read) rather than pad it.
+                log::error!("http: /{shown}: ended at byte {} before its size", at + got);
+                return Some((
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shorter than its size",
+                    )),
+                    (tree, at, true),
+                ));
+            }
+            let done = got < want;
+            Some((Ok(Bytes::from(bytes)), (tree, at + got, done)))
+        }
+    });
+    let frames = first
+        .chain(rest)
+        .filter(|r| futures::future::ready(!matches!(r, Ok(b) if b.is_empty())))
+        .map(|r| r.map(Frame::data));
+    StreamBody::new(frames).boxed_unsync()
+}
+
+/// A file a response is reading: its number kept in use ([`FileTree::remember`]) and
+/// the tree's open guard kept, both given back when the response ends.
+pub struct Held {
+    pub tree: Arc<dyn FileTree>,
+    pub ino: Ino,
+    _guard: Option<crate::view::OpenGuard>,
+}
+
+impl Held {
+    pub fn take(tree: &Arc<dyn FileTree>, ino: Ino) -> Result<Held> {
+        let guard = tree.open(ino)?;
+        if !tree.remember(ino) {
+            // Dropped between the lookup and now: as a vanished file.
+            return Err(Error::NotFound(format!("file {ino} went away")));
+        }
+        Ok(Held {
+            tree: tree.clone(),
+            ino,
+            _guard: guard,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.tree.forget(self.ino, 1);
+    }
+}
+
+/// The media type of a file of the tree, by its name.
+pub fn content_type(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    match (name, ext) {
+        ("zarr.json", _) | (_, "json" | "zarray" | "zattrs" | "zgroup" | "zmetadata") => {
+            "application/json"
+        }
+        (_, "csv") => "text/csv; charset=utf-8",
+        (_, "txt" | "hdr") => "text/plain; charset=utf-8",
+        (_, "html") => "text/html; charset=utf-8",
+        (_, "tif" | "tiff") => "image/tiff",
+        (_, "nc") => "application/x-netcdf",
+        (_, "h5") => "application/x-hdf5",
+        _ => "application/octet-stream",
+    }
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) of milliseconds since the epoch.
+pub fn http_date(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = secs / 86400;
+    let rem = secs % 86400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_imf_fixdates() {
+        assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            http_date(1_709_251_199_999),
+            "Thu, 29 Feb 2024 23:59:59 GMT"
+        );
+    }
+
+    #[test]
+    fn media_types_by_name() {
+        assert_eq!(content_type("zarr.json"), "application/json");
+        assert_eq!(content_type(".zarray"), "application/json");
+        assert_eq!(content_type("cells.csv"), "text/csv; charset=utf-8");
+        assert_eq!(content_type("values.bin"), "application/octet-stream");
+        assert_eq!(content_type("0.0"), "application/octet-stream");
+    }
+}
