@@ -14,23 +14,33 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray' 2>/dev/null; then
+# The clients of `fragfs serve`'s HTTP face too: requests, fsspec (with aiohttp), Dask,
+# and DuckDB with its httpfs extension from PyPI (no download at run time).
+if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, requests, fsspec, aiohttp, dask, distributed, duckdb, duckdb_extension_httpfs' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0"; then
-        echo "installed numpy, tiledb, zarr and xarray into $VENV"
+            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0" \
+            "requests==2.34.2" "fsspec==2026.9.0" "aiohttp==3.14.5" "dask[array]==2026.8.0" \
+            "distributed==2026.8.0" "duckdb==1.5.5" "duckdb-extension-httpfs==1.5.5"; then
+        echo "installed numpy, tiledb, zarr, xarray and the HTTP clients into $VENV"
     else
         echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
     fi
 fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
-# GDAL (Debian's gdal-bin) reads the merged view's ENVI rasters in the tests.
-if ! command -v gdalinfo >/dev/null; then
+# Tools the tests run, from Debian: GDAL reads the merged view's ENVI rasters and Zarr
+# (through the mount and over HTTP), curl and headless Chromium read `fragfs serve`.
+# "command:package" pairs; only the missing ones are installed, in one apt-get call.
+debs=()
+for pair in gdalinfo:gdal-bin curl:curl chromium:chromium; do
+    command -v "${pair%%:*}" >/dev/null || debs+=("${pair#*:}")
+done
+if [ ${#debs[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null &&
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdal-bin >/dev/null; then
-        echo "installed gdal-bin"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null; then
+        echo "installed ${debs[*]}"
     else
-        echo "could not install gdal-bin: the GDAL checks will say so" >&2
+        echo "could not install ${debs[*]}: the checks that need them will say so" >&2
     fi
 fi
 # A real S3 server for tests/s3.rs: s3s-fs from crates.io, built once into the cargo home

@@ -2,7 +2,8 @@
 Zarr v2 and as Zarr v3, against what TileDB reads.
 
 Usage: check_zarr.py SPEC.json
-SPEC is a list of {"mount", "array", "merged", "key"}: a mount of ARRAY, its
+SPEC is a list of {"mount", "array", "merged", "key"}: a mount of ARRAY (or the URL of
+`fragfs serve` serving it over HTTP, read with fsspec as browsers and clusters do), its
 <array>.merged.json (TileDB's reads of the non-empty part of every state) and the
 encryption key, if any. For every state of merged.json that TileDB could read:
 
@@ -221,9 +222,33 @@ def open_tiledb(spec, timestamp):
         return None
 
 
+def under(spec, rel):
+    """A path (or URL) below the mount."""
+    return spec["mount"].rstrip("/") + "/" + rel
+
+
+def over_http(spec):
+    return spec["mount"].startswith("http://")
+
+
+def read_json(spec, rel):
+    if over_http(spec):
+        import fsspec
+        with fsspec.open(under(spec, rel)) as f:
+            return json.load(f)
+    return json.load(open(under(spec, rel)))
+
+
+def exists(spec, rel):
+    if over_http(spec):
+        import fsspec
+        return fsspec.filesystem("http").exists(under(spec, rel) + "/")
+    return os.path.exists(under(spec, rel))
+
+
 def check_state(spec, merged, read, shown, not_shown, fmt, stats):
     ts = read["timestamp"]
-    base = os.path.join(spec["mount"], "zarr" if ts is None else "at/%d/zarr" % ts)
+    base = under(spec, "zarr" if ts is None else "at/%d/zarr" % ts)
     where = "%s %s v%d" % (spec["array"], "latest" if ts is None else "at/%d" % ts, fmt)
     g = zarr.open_group(base, mode="r", zarr_format=fmt)
     names = set(g.array_keys())
@@ -330,14 +355,14 @@ def main():
     specs = json.load(open(sys.argv[1]))
     for spec in specs:
         merged = json.load(open(spec["merged"]))
-        summary = json.load(open(os.path.join(spec["mount"], "array.json")))["zarr"]
+        summary = read_json(spec, "array.json")["zarr"]
         if merged["array_type"] != "dense":
-            if os.path.exists(os.path.join(spec["mount"], "zarr")) or summary.get("shown"):
+            if exists(spec, "zarr") or summary.get("shown"):
                 fail(spec["array"], "a sparse array has zarr/")
             continue
         if not summary.get("shown"):
             # An array whose domain Zarr cannot hold: said why, and no folder.
-            if os.path.exists(os.path.join(spec["mount"], "zarr")):
+            if exists(spec, "zarr"):
                 fail(spec["array"], "zarr/ is there but array.json says %s" % summary)
             print("not shown %s: %s" % (spec["array"], summary.get("why")))
             continue
