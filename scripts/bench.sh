@@ -8,7 +8,7 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,squash,s3,decode (default: all)
+#                   pointcloud,ttfb,zarr,squash,s3,serve,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,squash,s3,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,squash,s3,serve,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -86,6 +86,9 @@ command -v mountpoint >/dev/null || need_pkgs+=(util-linux)
 # squashfuse_ll: the FUSE peer that also decompresses (the squash section).
 command -v squashfuse_ll >/dev/null || need_pkgs+=(squashfuse)
 command -v mksquashfs >/dev/null || need_pkgs+=(squashfs-tools)
+# The serve section: curl as the HTTP client, nginx as the static-file peer.
+command -v curl >/dev/null || need_pkgs+=(curl)
+command -v nginx >/dev/null || need_pkgs+=(nginx)
 if [ "$profile" -eq 1 ]; then
     command -v perf >/dev/null || need_pkgs+=(linux-perf)
     command -v strace >/dev/null || need_pkgs+=(strace)
@@ -97,12 +100,13 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr' 2>/dev/null; then
-    step "creating $VENV with TileDB-Py and zarr-python"
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp' 2>/dev/null; then
+    step "creating $VENV with TileDB-Py and zarr-python (with fsspec, for HTTP)"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6"
+        "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6" \
+        "fsspec==2026.9.0" "aiohttp==3.14.5"
 fi
 
 # --- binaries

@@ -290,6 +290,20 @@ fn ranges_validators_and_conditional_requests() {
         assert_eq!(a.header("etag"), b.header("etag"), "{p}");
         assert_eq!(a.header("cache-control"), Some("no-cache"), "{p}");
     }
+    // A merged state's files carry the time the state last changed: here its newest
+    // fragment's end timestamp.
+    let newest = tree
+        .list(tree.resolve("fragments").unwrap())
+        .unwrap()
+        .iter()
+        .filter_map(|e| tree.stat(e.ino).unwrap().mtime_ms)
+        .max()
+        .unwrap();
+    let latest = get(addr, "HEAD", "/latest/bs_dd_zstd/values.bin", &[]);
+    assert_eq!(
+        latest.header("last-modified"),
+        Some(&*fragfs::serve::file::http_date(newest))
+    );
     assert_eq!(
         get(addr, "HEAD", "/array.json", &[]).header("content-type"),
         Some("application/json")

@@ -54,7 +54,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "squash", "s3", "decode"]
+            "zarr", "squash", "s3", "serve", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1030,6 +1030,172 @@ def s3(rep: Report, repeat: int) -> None:
                     os.environ[k] = v
 
 
+# ---------------------------------------------------------------------------- serve
+
+HTTP_LOAD = [sys.executable, str(ROOT / "scripts" / "bench" / "http_load.py")]
+DECODED = BENCH / "decoded"
+SERVE_CLIENTS = 256
+# The issue's 60 s; FRAGFS_BENCH_LOAD_SECONDS shortens it for a quick look.
+SERVE_LOAD_SECONDS = float(os.environ.get("FRAGFS_BENCH_LOAD_SECONDS", "60"))
+
+
+@contextlib.contextmanager
+def fragfs_serve(array: Path, *options: str):
+    """`fragfs serve --http 127.0.0.1:0` in the background; yields (process, host:port)
+    once it listens (its first stdout line names the URL)."""
+    with open(BENCH / "daemon.log", "a") as log:
+        proc = subprocess.Popen([FRAGFS, "serve", array, "--http", "127.0.0.1:0", *options],
+                                stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        line = proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "http":
+            raise RuntimeError(f"fragfs serve did not start: {line}")
+        yield proc, line[1].removeprefix("http://").rstrip("/")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def nginx(root: Path):
+    """Debian's nginx serving `root` (sendfile, no log) on a free port; yields host:port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    prefix = BENCH / "nginx"
+    prefix.mkdir(exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(
+        f"daemon off; worker_processes 2; pid {prefix}/nginx.pid; error_log stderr;\n"
+        "events { worker_connections 1024; }\n"
+        f"http {{ sendfile on; tcp_nopush on; access_log off; keepalive_requests 100000;\n"
+        f"  client_body_temp_path {prefix}; proxy_temp_path {prefix};\n"
+        f"  fastcgi_temp_path {prefix}; uwsgi_temp_path {prefix}; scgi_temp_path {prefix};\n"
+        f"  server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n")
+    with open(BENCH / "nginx.log", "a") as log:
+        proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(prefix)], stderr=log)
+    try:
+        def listening() -> bool:
+            with socket.socket() as c:
+                return c.connect_ex(("127.0.0.1", port)) == 0
+        wait_until(lambda: listening() or proc.poll() is not None, "nginx")
+        if proc.poll() is not None:
+            raise RuntimeError(f"nginx exited with {proc.returncode}: see {BENCH}/nginx.log")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def decoded_copy(attr: str) -> list[Path]:
+    """The decoded values of `attr` of every fragment, copied once from a mount to plain
+    files (what nginx serves)."""
+    dest = DECODED / attr
+    frags = fragments()
+    if not dest.exists():
+        tmp = dest.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with fragfs_foreground(BIG):
+            for f in frags:
+                shutil.copyfile(values(f, attr), tmp / f"{f}.bin")
+        tmp.rename(dest)
+    return [dest / f"{f}.bin" for f in frags]
+
+
+def serve_section(rep: Report, repeat: int) -> None:
+    """`fragfs serve` over HTTP: a sequential GET of the ZSTD attribute (curl, one
+    keep-alive connection) vs `cat` through the FUSE mount and vs nginx serving a decoded
+    copy from the page cache; random 4 KiB range GETs vs TileDB-Py reading the same
+    cells; 256 clients reading random ranges; zarr-python over HTTP vs TileDB-Py."""
+    attr, filt, cell = ATTRS[0]
+    frags = fragments()
+    nbytes = len(frags) * 8 * TILE_CELLS * cell
+    paths = [f"/fragments/{f}/{attr}/values.bin" for f in frags]
+    copies = decoded_copy(attr)
+    runs: dict[str, list[float]] = {"http": [], "fuse": [], "nginx": []}
+    for _ in range(repeat):
+        settle()
+        drop_caches()
+        with fragfs_serve(BIG) as (_, addr):
+            runs["http"].append(timed(["curl", "-sSf", *[f"http://{addr}{p}" for p in paths]]))
+        settle()
+        with fragfs_foreground(BIG):
+            drop_caches()
+            runs["fuse"].append(timed(["cat", *[values(f, attr) for f in frags]]))
+        settle()
+        for c in copies:
+            c.read_bytes()  # in the page cache
+        with nginx(DECODED / attr) as addr:
+            urls = [f"http://{addr}/{c.name}" for c in copies]
+            runs["nginx"].append(timed(["curl", "-sSf", *urls]))
+    h, f, n = median(runs["http"]), median(runs["fuse"]), median(runs["nginx"])
+    rep.details["serve_seq"] = {"bytes": nbytes, **runs}
+    label = f"HTTP GET {attr} ({filt}, {nbytes // MIB} MiB), cold"
+    rep.row(f"{label} vs cat through the mount", rate(nbytes, h), f"FUSE cat {rate(nbytes, f)}",
+            f / h, target=("≥ 0.90", lambda r: r >= 0.9))
+    rep.row(f"{label} vs nginx, decoded copy in page cache", rate(nbytes, h),
+            f"nginx {rate(nbytes, n)}", n / h)
+
+    # Random 4 KiB ranges over one keep-alive connection, array open, nothing cached.
+    rng = random.Random(5)
+    file_size = 8 * TILE_CELLS * cell
+    reads = [(rng.randrange(len(frags)), rng.randrange(file_size // READ_SIZE) * READ_SIZE)
+             for _ in range(RANDOM_READS)]
+    settle()
+    with fragfs_serve(BIG) as (_, addr):
+        drop_caches()
+        got = json.loads(subprocess.run(
+            [*HTTP_LOAD, "latency", addr], check=True, capture_output=True, text=True,
+            input=json.dumps([[paths[i], off, READ_SIZE] for i, off in reads])).stdout)
+    lat = got["latencies"]
+    starts = [i * 8 * TILE_CELLS + off // cell for i, off in reads]
+    settle()
+    t = tdb("random", str(BIG), attr, str(READ_SIZE // cell), stdin=json.dumps(starts))
+    if t["crc32"] != got["crc32"]:
+        raise RuntimeError("serve: HTTP and TileDB-Py read different bytes")
+    m, tm = median(lat), median(t["latencies"])
+    rep.details["serve_random"] = {"median": m, "p99": pct(lat, 99), "tiledb_median": tm,
+                                   "latencies": lat}
+    rep.row(f"HTTP random 4 KiB {attr} median (p99 {secs(pct(lat, 99))}) vs TileDB-Py",
+            secs(m), f"TileDB-Py {secs(tm)}", tm / m, target=("≥ 20", lambda r: r >= 20))
+
+    # 256 clients, random 4 KiB ranges, keep-alive; the server's peak RSS.
+    settle()
+    files = [[p, file_size] for p in paths]
+    with fragfs_serve(BIG, "--cache-size", f"{RSS_CACHE_MIB}M") as (proc, addr):
+        load = json.loads(subprocess.run(
+            [*HTTP_LOAD, "load", addr, str(SERVE_CLIENTS), str(SERVE_LOAD_SECONDS),
+             str(READ_SIZE)], check=True, capture_output=True, text=True,
+            input=json.dumps(files)).stdout)
+        peak = vm_hwm_mib(proc.pid)
+    rep.details["serve_load"] = {**load, "peak_rss_mib": peak}
+    rps = load["requests"] / load["seconds"]
+    rep.row(f"HTTP {SERVE_CLIENTS} clients x {SERVE_LOAD_SECONDS:.0f} s random 4 KiB: "
+            f"{rps:.0f} req/s, p99 {secs(load['p99'])}, errors",
+            str(load["errors"]), "0 errors", float(load["errors"]),
+            target=("= 0", lambda r: r == 0))
+    bound = RSS_CACHE_MIB + RSS_SLACK_MIB
+    rep.row(f"HTTP {SERVE_CLIENTS} clients: peak RSS vs --cache-size {RSS_CACHE_MIB}M "
+            f"+ {RSS_SLACK_MIB} MiB", f"{peak:.0f} MiB", f"bound {bound} MiB", peak / bound,
+            target=("≤ 1.00", lambda r: r <= 1.0))
+
+    # zarr-python over HTTP, the whole grid attribute, vs TileDB-Py A[:].
+    z_runs, t_runs = [], []
+    for _ in range(repeat):
+        settle()
+        with fragfs_serve(GRID) as (_, addr):
+            got = tdb("zarr", f"http://{addr}/zarr/walk")
+        z_runs.append(got["seconds"])
+        settle()
+        t_runs.append(tdb("whole", str(GRID), "walk")["seconds"])
+    z, t = median(z_runs), median(t_runs)
+    zb = got["bytes"]
+    rep.details["serve_zarr"] = {"bytes": zb, "http": z_runs, "tiledb": t_runs}
+    rep.row(f"zarr-python over HTTP, whole 8192x8192 f64 ({zb // MIB} MiB) vs TileDB-Py A[:]",
+            rate(zb, z), f"TileDB-Py {rate(zb, t)}", t / z)
+
+
 def decode(rep: Report, path: Path) -> None:
     """The `cargo bench --bench decode` figures that bench.sh saved."""
     if not path.exists():
@@ -1116,7 +1282,7 @@ def main() -> None:
                 {"random": random_reads, "rss": rss, "many": many, "listing": listing,
                  "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
                  "zarr": zarr_section,
-                 "squash": squash, "s3": s3}[name](rep, args.repeat)
+                 "squash": squash, "s3": s3, "serve": serve_section}[name](rep, args.repeat)
     finally:
         unmount()
         if old_group_nice is not None:

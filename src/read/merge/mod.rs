@@ -202,6 +202,23 @@ pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
     h.finish()
 }
 
+/// When the state at `at` last changed: the newest end timestamp of the fragments it
+/// merges and of the deletes it applies (`None` for an array with neither). The merged
+/// files' modification time (and `Last-Modified` of `fragfs serve`).
+pub fn state_time(array: &Array, at: Option<u64>) -> Option<u64> {
+    let t = at.unwrap_or(u64::MAX);
+    let dense = array.schema_at(t).schema.array_type == ArrayType::Dense;
+    let fragments = visible(array, dense, t)
+        .into_iter()
+        .map(|(f, _)| f.timestamps.t2.min(t));
+    let deletes = array
+        .condition_commits
+        .iter()
+        .filter(|c| c.timestamp <= t)
+        .map(|c| c.timestamp);
+    fragments.chain(deletes).max()
+}
+
 impl Merged {
     /// The array as TileDB reads it at `at` (`None`: now), reading through `engine`.
     pub fn open(engine: Arc<ReadEngine>, array: &Array, at: Option<u64>) -> Result<Merged> {

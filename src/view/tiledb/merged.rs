@@ -41,25 +41,37 @@ impl ArrayTree {
     /// to `w`), not when it only added later fragments: a state merged, rendered or
     /// described then stays.
     pub(super) fn state_generation(&self, w: When) -> u64 {
-        self.state_generation_of(w, &self.array())
+        self.state_facts(w, &self.array()).0
     }
 
     fn state_generation_of(&self, w: When, array: &crate::array::Array) -> u64 {
-        /// Digests kept: more than the open states, few enough to forget them all.
+        self.state_facts(w, array).0
+    }
+
+    /// When the state at `w` last changed (see [`crate::read::merge::state_time`]): the
+    /// modification time of its files.
+    pub(super) fn state_time(&self, w: When) -> Option<u64> {
+        self.state_facts(w, &self.array()).1
+    }
+
+    /// The state's digest and time, computed once per rescan.
+    fn state_facts(&self, w: When, array: &crate::array::Array) -> (u64, Option<u64>) {
+        /// States kept: more than the open states, few enough to forget them all.
         const KEPT: usize = 4096;
         let scan = self.generation.load(std::sync::atomic::Ordering::Acquire);
-        let mut digests = self.state_digests.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&(seen, digest)) = digests.get(&w) {
+        let mut facts = self.state_digests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(seen, digest, time)) = facts.get(&w) {
             if seen == scan {
-                return digest;
+                return (digest, time);
             }
         }
         let digest = crate::read::merge::state_digest(array, w);
-        if digests.len() >= KEPT {
-            digests.clear();
+        let time = crate::read::merge::state_time(array, w);
+        if facts.len() >= KEPT {
+            facts.clear();
         }
-        digests.insert(w, (scan, digest));
-        digest
+        facts.insert(w, (scan, digest, time));
+        (digest, time)
     }
 
     /// The timestamps at which the array changed: every fragment's end, the start of

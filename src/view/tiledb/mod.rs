@@ -146,6 +146,21 @@ impl Node {
     }
 
     /// The fragment a node is inside of (its folder included).
+    /// The merged state a node shows (`latest/`, `at/<T>/` and their `zarr/`).
+    fn state(&self) -> Option<When> {
+        match self {
+            Node::State(w) | Node::Zarr(w, _) => Some(*w),
+            Node::FolderFile(Folder::State(w), _) => Some(*w),
+            Node::Field(of) | Node::FieldFile(of, _) | Node::Enum(of) | Node::EnumFile(of, _) => {
+                match of.folder {
+                    Folder::State(w) => Some(w),
+                    Folder::Fragment(_) => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     fn fragment(&self) -> Option<FragmentId> {
         match self {
             Node::Fragment(f) => Some(*f),
@@ -204,7 +219,7 @@ pub struct ArrayTree {
     learnt_sizes: Mutex<HashMap<Ino, (u64, u64)>>,
     /// Per state, the digest of what it is made of and the rescan it was computed at
     /// (see `state_generation`).
-    state_digests: Mutex<HashMap<When, (u64, u64)>>,
+    state_digests: Mutex<HashMap<When, (u64, u64, Option<u64>)>>,
     /// How many learnt sizes were left when the map was last cleared of dropped nodes.
     learnt_sizes_kept: std::sync::atomic::AtomicUsize,
     /// The dimension labels' trees opened so far.
@@ -640,9 +655,13 @@ impl FileTree for ArrayTree {
             // Not counted ("1", as btrfs reports): listing 100,000 fragments parses none.
             (Kind::Dir, None) => 1,
         };
-        let mtime_ms = match node.fragment() {
-            Some(f) => Some(self.fragment(f)?.timestamps.t2),
-            None => None,
+        let mtime_ms = match (node.fragment(), node.state()) {
+            (Some(f), _) => Some(self.fragment(f)?.timestamps.t2),
+            // A merged state's files: when the state last changed. Not its folder:
+            // walking at/<T> for many T would digest the fragment list for each.
+            (None, Some(w)) if !matches!(node, Node::State(_)) => self.state_time(w),
+            (None, Some(_)) => None,
+            (None, None) => None,
         };
         Ok(Stat {
             kind,
@@ -778,16 +797,7 @@ impl FileTree for ArrayTree {
         if let Some(version) = self.in_label(&node, |t, i| Ok(t.version(i))) {
             return version.ok().flatten();
         }
-        let w = match &node {
-            Node::FolderFile(Folder::State(w), _) => *w,
-            Node::FieldFile(of, _) | Node::EnumFile(of, _) => match of.folder {
-                Folder::State(w) => w,
-                Folder::Fragment(_) => return None,
-            },
-            Node::Zarr(w, _) => *w,
-            _ => return None,
-        };
-        Some(self.state_generation(w))
+        Some(self.state_generation(node.state()?))
     }
 
     fn source(&self) -> String {
