@@ -60,9 +60,9 @@ impl ArrayTree {
         const KEPT: usize = 4096;
         let scan = self.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut facts = self.state_digests.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&(seen, digest, time)) = facts.get(&w) {
-            if seen == scan {
-                return (digest, time);
+        if let Some(f) = facts.get(&w) {
+            if f.scan == scan {
+                return (f.digest, f.time);
             }
         }
         let digest = crate::read::merge::state_digest(array, w);
@@ -70,7 +70,7 @@ impl ArrayTree {
         if facts.len() >= KEPT {
             facts.clear();
         }
-        facts.insert(w, (scan, digest, time));
+        facts.insert(w, StateFacts { scan, digest, time });
         (digest, time)
     }
 
@@ -151,6 +151,14 @@ impl ArrayTree {
 }
 
 /// `latest` or `at/<T>`.
+/// What [`ArrayTree::state_facts`] keeps of a state per rescan.
+pub(super) struct StateFacts {
+    /// The rescan (tree generation) they were computed at.
+    scan: u64,
+    digest: u64,
+    time: Option<u64>,
+}
+
 pub(super) fn state_dir(w: When) -> String {
     match w {
         None => "latest".to_string(),

@@ -217,9 +217,9 @@ pub struct ArrayTree {
     /// Sizes of files once learned by rendering them (text files, Zarr chunks of
     /// strings), by file and generation (see `learnt_size`).
     learnt_sizes: Mutex<HashMap<Ino, (u64, u64)>>,
-    /// Per state, the digest of what it is made of and the rescan it was computed at
-    /// (see `state_generation`).
-    state_digests: Mutex<HashMap<When, (u64, u64, Option<u64>)>>,
+    /// Per state, the digest of what it is made of and when it last changed, with the
+    /// rescan they were computed at (see `state_generation`).
+    state_digests: Mutex<HashMap<When, merged::StateFacts>>,
     /// How many learnt sizes were left when the map was last cleared of dropped nodes.
     learnt_sizes_kept: std::sync::atomic::AtomicUsize,
     /// The dimension labels' trees opened so far.
