@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -54,6 +55,7 @@ pub async fn serve<S, B>(
     limits: Limits,
     mut stop: watch::Receiver<bool>,
     face: &'static str,
+    counts: Arc<Counts>,
 ) where
     S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send + 'static,
@@ -88,7 +90,9 @@ pub async fn serve<S, B>(
         let service = service.clone();
         let limits = limits.clone();
         let mut stop = stop.clone();
+        let open = Open::count(&counts);
         tasks.spawn(async move {
+            let _open = open;
             let _permit = permit;
             let io = TokioIo::new(Watchdog::new(stream, limits.idle_timeout));
             let mut builder = hyper::server::conn::http1::Builder::new();
@@ -114,6 +118,30 @@ pub async fn serve<S, B>(
     }
     drop(listener);
     while tasks.join_next().await.is_some() {}
+}
+
+/// Connections of a server: open now, and accepted since it started.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub open: AtomicUsize,
+    pub accepted: AtomicUsize,
+}
+
+/// One open connection, counted while it lives.
+struct Open(Arc<Counts>);
+
+impl Open {
+    fn count(counts: &Arc<Counts>) -> Open {
+        counts.open.fetch_add(1, Ordering::Relaxed);
+        counts.accepted.fetch_add(1, Ordering::Relaxed);
+        Open(counts.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A socket that fails with `TimedOut` once no byte moved for `timeout` while someone

@@ -91,6 +91,8 @@ pub struct Server {
     stop: tokio::sync::watch::Sender<bool>,
     running: Vec<tokio::task::JoinHandle<()>>,
     http: Option<SocketAddr>,
+    /// Connections of every face together.
+    counts: Arc<conn::Counts>,
 }
 
 impl Server {
@@ -111,6 +113,7 @@ impl Server {
             stop,
             running: Vec::new(),
             http: None,
+            counts: Arc::default(),
         };
         if let Some(addr) = faces.http {
             let listener = bind(&runtime, addr, "HTTP")?;
@@ -127,6 +130,7 @@ impl Server {
                 limits,
                 stopped.clone(),
                 "http",
+                server.counts.clone(),
             )));
         }
         server.runtime = Some(runtime);
@@ -136,6 +140,18 @@ impl Server {
     /// The address the HTTP face listens on (the port chosen when asked for port 0).
     pub fn http_addr(&self) -> Option<SocketAddr> {
         self.http
+    }
+
+    /// Connections open now (all faces): what a client that went away still costs.
+    pub fn connections(&self) -> usize {
+        self.counts.open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Connections accepted since the start (all faces).
+    pub fn accepted(&self) -> usize {
+        self.counts
+            .accepted
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Each face and its URL.
