@@ -59,12 +59,40 @@ if [ -x "$s3s_bin" ]; then
 fi
 log=$(mktemp)
 skips=$(mktemp)
-trap 'rm -f "$log" "$skips"' EXIT
+soak_pid=""
+trap 'rm -f "$log" "$skips"; [ -z "$soak_pid" ] || kill "$soak_pid" 2>/dev/null || true' EXIT
 # Tests that skip a check (no ../shared beside the repo, no FUSE, not root) say so here.
 export FRAGFS_SKIP_LOG="$skips"
 status=0
 # Every target but the benchmark baseline example (it has no tests).
-cargo test --no-fail-fast --lib --bins --tests --benches "$@" 2>&1 | tee "$log" || status=$?
+targets=(--lib --bins --tests --benches)
+soak_log=$(mktemp)
+if [ $# -eq 0 ]; then
+    # The soak test holds one mount under five minutes of load; the rest of the suite
+    # runs beside it (both are built first), so the suite takes its time once, not in
+    # sequence. Its own test binary runs it, from the repository as cargo would; the
+    # main run filters it out of that binary.
+    cargo test --no-run "${targets[@]}" 2>&1 | tail -3
+    soak_bin=$(cargo test --no-run --test soak --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//' | tail -1)
+    if [ -x "$soak_bin" ]; then
+        echo "soak test running in the background: $soak_bin"
+        "$soak_bin" >"$soak_log" 2>&1 &
+        soak_pid=$!
+        set -- --skip a_mount_holds_under_a_long_mixed_load_with_a_writer
+        set -- -- "$@"
+    fi
+fi
+cargo test --no-fail-fast "${targets[@]}" "$@" 2>&1 | tee "$log" || status=$?
+if [ -n "$soak_pid" ]; then
+    soak_status=0
+    wait "$soak_pid" || soak_status=$?
+    echo "     Running the soak test (tests/soak.rs), which ran beside the rest"
+    cat "$soak_log" | tee -a "$log"
+    [ "$soak_status" -eq 0 ] || status=$soak_status
+    soak_pid=""
+fi
+rm -f "$soak_log"
 if [ -s "$skips" ]; then
     echo "skipped checks:"
     sed 's/^/  /' "$skips"
