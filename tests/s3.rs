@@ -208,7 +208,7 @@ fn the_shared_corpus_reads_the_same_through_s3_cat_and_mount() {
                 let merged = merged.get(array);
                 // `fragfs cat` on every eighth array and every encrypted one (its key
                 // goes through the command line).
-                let with_cat = i % 8 == 0 || expected["encryption"]["key"].is_string();
+                let with_cat = i.is_multiple_of(8) || expected["encryption"]["key"].is_string();
                 let checked =
                     check_through_s3(&server, &root, rel, array, expected, merged, with_cat);
                 if let Err(e) = checked {
