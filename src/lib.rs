@@ -22,6 +22,7 @@ pub mod lazy;
 pub mod listing;
 pub mod mount;
 pub mod read;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod storage;
 pub mod view;

@@ -23,6 +23,7 @@ use crate::error::{Error, Place, Result};
 
 pub use local::LocalStore;
 pub use memory::MemoryStore;
+#[cfg(feature = "s3")]
 pub use s3::S3Store;
 
 /// One entry of a listing.

@@ -27,7 +27,7 @@ use crate::filo::{ColumnType, FormatVersion, MANIFEST_FILE};
 use crate::format::group::{sniff_object_type, ObjectType};
 use crate::storage::local::LocalPath;
 use crate::storage::s3::{is_s3_uri, S3Options};
-use crate::storage::{LocalStore, S3Store, Store};
+use crate::storage::{LocalStore, Store};
 
 pub use filo::FiloTree;
 pub use group::GroupTree;
@@ -193,9 +193,32 @@ pub fn open_source(
     if !is_s3_uri(path) {
         return open_tree(path, options, chunk, cache_size);
     }
+    open_s3(path, s3, options, cache_size)
+}
+
+#[cfg(feature = "s3")]
+fn open_s3(
+    path: &Path,
+    s3: &S3Options,
+    options: OpenOptions,
+    cache_size: u64,
+) -> Result<Arc<dyn FileTree>> {
     let uri = path.to_string_lossy();
-    let store = S3Store::open(&uri, s3, cache_size / 2)?;
+    let store = crate::storage::S3Store::open(&uri, s3, cache_size / 2)?;
     open_store(Arc::new(store), options, cache_size - cache_size / 2)
+}
+
+#[cfg(not(feature = "s3"))]
+fn open_s3(
+    path: &Path,
+    _s3: &S3Options,
+    _options: OpenOptions,
+    _cache_size: u64,
+) -> Result<Arc<dyn FileTree>> {
+    Err(Error::InvalidArgument(format!(
+        "{}: this fragfs was built without S3 support (the `s3` feature)",
+        path.display()
+    )))
 }
 
 /// Opens what the local `path` holds, sniffing which tree fits: a Filo fragment folder (it has
