@@ -311,6 +311,13 @@ fn ranges_validators_and_conditional_requests() {
         get(addr, "HEAD", "/array.json", &[]).header("content-type"),
         Some("application/json")
     );
+    // A fragment's text file has one tag before and after it is rendered.
+    let csv = format!("/fragments/{fragment}/cells.csv");
+    let before = get(addr, "GET", &csv, &[]);
+    assert_eq!(before.header("transfer-encoding"), Some("chunked"));
+    let after = get(addr, "HEAD", &csv, &[]);
+    assert!(before.header("etag").is_some());
+    assert_eq!(before.header("etag"), after.header("etag"));
 }
 
 #[test]

@@ -21,8 +21,7 @@ const HASHED: u64 = 1 << 20;
 
 pub type Body = UnsyncBoxBody<Bytes, io::Error>;
 
-/// A strong validator: an immutable file (inside a fragment) by its path, size and
-/// time; a file of a merged state by the state's digest; another small file by its
+/// A strong validator: an immutable file (inside a fragment) by its path and time; a file of a merged state by the state's digest; another small file by its
 /// bytes. Large files that may change and have no version get none. `shown` is the
 /// file's path in the tree (`latest/a/values.bin`): every face passes the same, so every
 /// face answers the same tag.
@@ -31,8 +30,10 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
     let mut h = Sha256::new();
     h.update(shown.as_bytes());
     h.update([0]);
-    if tree.lifetime(ino) == Lifetime::Immutable && stat.exact_size {
-        h.update(stat.size.to_le_bytes());
+    if tree.lifetime(ino) == Lifetime::Immutable {
+        // Its bytes never change, and fragment names are unique: the path and time
+        // say which bytes they are, before a text file's size is even known.
+        h.update(b"fragment");
         h.update(stat.mtime_ms.unwrap_or(0).to_le_bytes());
     } else if let Some(v) = tree.version(ino) {
         h.update(b"state");
