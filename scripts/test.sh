@@ -33,6 +33,16 @@ if ! command -v gdalinfo >/dev/null; then
         echo "could not install gdal-bin: the GDAL checks will say so" >&2
     fi
 fi
+# WebDAV clients of tests/serve_webdav.rs: rclone, and davfs2 (mounted where root and
+# /dev/fuse allow).
+if ! command -v rclone >/dev/null || ! command -v mount.davfs >/dev/null; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null &&
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rclone davfs2 >/dev/null; then
+        echo "installed rclone and davfs2"
+    else
+        echo "could not install rclone/davfs2: the WebDAV client checks will say so" >&2
+    fi
+fi
 # A real S3 server for tests/s3.rs: s3s-fs from crates.io, built once into the cargo home
 # (about 8 minutes) and found there afterwards.
 S3S_VERSION=0.14.1
