@@ -29,10 +29,11 @@ if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, requests
 fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
 # Tools the tests run, from Debian: GDAL reads the merged view's ENVI rasters and Zarr
-# (through the mount and over HTTP), curl and headless Chromium read `fragfs serve`.
+# (through the mount and over HTTP); curl, headless Chromium, rclone and davfs2 (mounted
+# where root and /dev/fuse allow) are clients of `fragfs serve`.
 # "command:package" pairs; only the missing ones are installed, in one apt-get call.
 debs=()
-for pair in gdalinfo:gdal-bin curl:curl chromium:chromium; do
+for pair in gdalinfo:gdal-bin curl:curl chromium:chromium rclone:rclone mount.davfs:davfs2; do
     command -v "${pair%%:*}" >/dev/null || debs+=("${pair#*:}")
 done
 if [ ${#debs[@]} -gt 0 ]; then

@@ -228,7 +228,11 @@ pub enum Command {
         /// Serve HTTP (GET/HEAD with ranges, folder listings) on this address.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
-        /// Required from HTTP clients, as a bearer token or a basic-auth password.
+        /// Serve read-only WebDAV (for Finder, Explorer, davfs2, rclone) on this address.
+        #[arg(long, value_name = "ADDR")]
+        webdav: Option<std::net::SocketAddr>,
+        /// Required from HTTP and WebDAV clients, as a bearer token or a basic-auth
+        /// password (any user name).
         #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]
         token: Option<String>,
         /// Allow listening beyond loopback without an access control.

@@ -155,6 +155,7 @@ fn run(command: Command) -> Result<()> {
         Command::Serve {
             array,
             http,
+            webdav,
             token,
             insecure_listen,
             max_connections,
@@ -175,6 +176,7 @@ fn run(command: Command) -> Result<()> {
                 threads,
                 faces: Faces {
                     http,
+                    webdav,
                     token,
                     insecure_listen,
                     limits: Limits {

@@ -86,7 +86,8 @@ impl HttpFace {
         }))
     }
 
-    fn authorized(&self, headers: &HeaderMap) -> bool {
+    /// Whether the request carries the token (always, when none is set).
+    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
@@ -315,7 +316,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The HTTP status of a tree error; the error is logged with the path.
-fn error(shown: &str, e: &Error) -> Response<Body> {
+pub(super) fn error(shown: &str, e: &Error) -> Response<Body> {
     let status = match e.errno() {
         libc::ENOENT | libc::ENOTDIR => StatusCode::NOT_FOUND,
         libc::EACCES | libc::EPERM => StatusCode::FORBIDDEN,
@@ -394,7 +395,7 @@ fn full(status: StatusCode, bytes: Vec<u8>, head: bool) -> Response<Body> {
     r
 }
 
-fn text(status: StatusCode, message: &str) -> Response<Body> {
+pub(super) fn text(status: StatusCode, message: &str) -> Response<Body> {
     let mut r = full(status, message.as_bytes().to_vec(), false);
     r.headers_mut().insert(
         header::CONTENT_TYPE,

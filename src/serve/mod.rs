@@ -2,7 +2,8 @@
 //! cannot go (macOS and Windows laptops, unprivileged containers, browsers, clusters).
 //!
 //! One tree object answers every face, so every path, byte and size is the mount's.
-//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]); what a
+//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]),
+//! [`webdav`] (whose GET is the HTTP face's); what a
 //! served file is (held, validated, streamed) is [`file`], the
 //! connection handling they share is [`conn`], the request-path rules [`path`].
 //! [`Server`] runs the faces on one tokio runtime: `fragfs serve` until a signal,
@@ -14,6 +15,7 @@ pub mod http;
 pub mod listing;
 pub mod path;
 pub mod range;
+pub mod webdav;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -45,7 +47,9 @@ pub struct ServeRequest {
 pub struct Faces {
     /// HTTP; `fragfs serve` uses [`DEFAULT_HTTP`] when no face is named.
     pub http: Option<SocketAddr>,
-    /// Required by HTTP as a bearer token or basic-auth password.
+    /// WebDAV (read-only, class 1).
+    pub webdav: Option<SocketAddr>,
+    /// Required by HTTP and WebDAV as a bearer token or basic-auth password.
     pub token: Option<String>,
     /// Listen beyond loopback without an access control.
     pub insecure_listen: bool,
@@ -58,7 +62,7 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
 /// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
-    if request.faces.http.is_none() {
+    if request.faces.http.is_none() && request.faces.webdav.is_none() {
         request.faces.http = DEFAULT_HTTP.parse().ok();
     }
     request.faces.check_access()?;
@@ -93,6 +97,7 @@ pub struct Server {
     http: Option<SocketAddr>,
     /// Connections of every face together.
     counts: Arc<conn::Counts>,
+    webdav: Option<SocketAddr>,
 }
 
 impl Server {
@@ -114,6 +119,7 @@ impl Server {
             running: Vec::new(),
             http: None,
             counts: Arc::default(),
+            webdav: None,
         };
         if let Some(addr) = faces.http {
             let listener = bind(&runtime, addr, "HTTP")?;
@@ -130,6 +136,20 @@ impl Server {
                 limits,
                 stopped.clone(),
                 "http",
+                server.counts.clone(),
+            )));
+        }
+        if let Some(addr) = faces.webdav {
+            let listener = bind(&runtime, addr, "WebDAV")?;
+            server.webdav = listener.local_addr().ok();
+            let face = Arc::new(webdav::WebDavFace::new(tree.clone(), faces.token.clone()));
+            let service = hyper::service::service_fn(move |req| face.clone().answer(req));
+            server.running.push(runtime.spawn(conn::serve(
+                listener,
+                service,
+                faces.limits.clone(),
+                stopped.clone(),
+                "webdav",
                 server.counts.clone(),
             )));
         }
@@ -154,11 +174,19 @@ impl Server {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The address the WebDAV face listens on.
+    pub fn webdav_addr(&self) -> Option<SocketAddr> {
+        self.webdav
+    }
+
     /// Each face and its URL.
     pub fn urls(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         if let Some(a) = self.http {
             out.push(("http", format!("http://{a}/")));
+        }
+        if let Some(a) = self.webdav {
+            out.push(("webdav", format!("http://{a}/")));
         }
         out
     }
@@ -212,6 +240,14 @@ impl Faces {
                 return Err(Error::InvalidArgument(format!(
                     "--http {addr} is reachable beyond this machine: give --token (clients \
                      send it as a bearer token or a basic-auth password), or --insecure-listen"
+                )));
+            }
+        }
+        if let Some(addr) = self.webdav {
+            if !addr.ip().is_loopback() && self.token.is_none() {
+                return Err(Error::InvalidArgument(format!(
+                    "--webdav {addr} is reachable beyond this machine: give --token (clients \
+                     send it as a basic-auth password), or --insecure-listen"
                 )));
             }
         }
