@@ -4,7 +4,7 @@
 //! file's size).
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -12,6 +12,7 @@ use http_body_util::{combinators::UnsyncBoxBody, BodyExt, StreamBody};
 use hyper::body::Frame;
 
 use crate::error::{Error, Result};
+use crate::view::prefetch::{Prefetcher, Stream as ReadPattern};
 use crate::view::{FileTree, Ino, Lifetime, Stat};
 
 /// Bytes read from the tree per step of a body.
@@ -48,10 +49,18 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
     Ok(Some(format!("\"{hex}\"")))
 }
 
+/// Chunks of a body read at once: the next is decoded while the last is sent, as the
+/// kernel's concurrent read-ahead requests do for the mount (a response then costs up to
+/// this many chunks).
+const PIPELINE: usize = 2;
+
 /// The body of a file from `start` to `end` (to its end when `None`), `first` already
-/// read: each further chunk is read on the blocking pool when hyper asks for it.
+/// read: further chunks are read on the blocking pool, [`PIPELINE`] at a time and only
+/// as hyper asks for more, and a sequential body asks `ahead` to prepare the bytes that
+/// follow (the stored tiles brought in, as the mount's read-ahead does).
 pub fn stream(
     held: Arc<Held>,
+    ahead: Option<Arc<Prefetcher>>,
     shown: String,
     start: u64,
     end: Option<u64>,
@@ -60,41 +69,68 @@ pub fn stream(
     let done = first.is_empty() || end.is_none() && (first.len() as u64) < CHUNK;
     let next = start + first.len() as u64;
     let first = futures::stream::once(async move { Ok::<_, io::Error>(Bytes::from(first)) });
-    let ino = held.ino;
-    let state = (held, next, done);
-    let rest = futures::stream::unfold(state, move |(tree, at, done)| {
-        let shown = shown.clone();
-        async move {
-            if done || end.is_some_and(|e| at >= e) {
-                return None;
-            }
+    let offsets = (0u64..)
+        .map(move |k| next.saturating_add(k.saturating_mul(CHUNK)))
+        .take_while(move |&at| !done && end.is_none_or(|e| at < e));
+    let pattern = Arc::new(Mutex::new(ReadPattern::default()));
+    let reads = futures::stream::iter(offsets)
+        .map(move |at| {
             let want = end.map_or(CHUNK, |e| (e - at).min(CHUNK));
-            let t = tree.clone();
-            let read = tokio::task::spawn_blocking(move || t.tree.read_at(ino, at, want)).await;
-            let bytes = match read {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => {
-                    log::error!("http: /{shown} at byte {at}: {e}");
-                    return Some((Err(io::Error::other(e.to_string())), (tree, at, true)));
+            let (held, ahead, pattern) = (held.clone(), ahead.clone(), pattern.clone());
+            async move {
+                if let (Some(ahead), Some(size)) = (&ahead, end) {
+                    let hint = pattern
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .read(at, want, size);
+                    if let Some((from, len)) = hint {
+                        ahead.hint(held.ino, from, len);
+                    }
                 }
-                Err(e) => return Some((Err(io::Error::other(e.to_string())), (tree, at, true))),
-            };
-            let got = bytes.len() as u64;
-            if got < want && end.is_some() {
-                // The file ended before its stated size: cut the body (the client sees
-                // a short read) rather than pad it.
-                log::error!("http: /{shown}: ended at byte {} before its size", at + got);
-                return Some((
+                let read =
+                    tokio::task::spawn_blocking(move || held.tree.read_at(held.ino, at, want))
+                        .await;
+                (at, want, read)
+            }
+        })
+        .buffered(PIPELINE);
+    // In order; the first failure or short read ends the body.
+    let rest = reads.scan(false, move |ended, (at, want, read)| {
+        if *ended {
+            return futures::future::ready(None);
+        }
+        let item = match read {
+            Ok(Ok(bytes)) => {
+                let got = bytes.len() as u64;
+                if got < want && end.is_some() {
+                    // The file ended before its stated size: cut the body (the client
+                    // sees a short read) rather than pad it.
+                    log::error!(
+                        "serve: /{shown}: ended at byte {} before its size",
+                        at + got
+                    );
+                    *ended = true;
                     Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "file shorter than its size",
-                    )),
-                    (tree, at, true),
-                ));
+                    ))
+                } else {
+                    // A text file (size unknown) ends at its first short chunk.
+                    *ended = got < want;
+                    Ok(Bytes::from(bytes))
+                }
             }
-            let done = got < want;
-            Some((Ok(Bytes::from(bytes)), (tree, at + got, done)))
-        }
+            Ok(Err(e)) => {
+                log::error!("serve: /{shown} at byte {at}: {e}");
+                *ended = true;
+                Err(io::Error::other(e.to_string()))
+            }
+            Err(e) => {
+                *ended = true;
+                Err(io::Error::other(e.to_string()))
+            }
+        };
+        futures::future::ready(Some(item))
     });
     let frames = first
         .chain(rest)

@@ -27,6 +27,8 @@ pub struct HttpFace {
     pub tree: Arc<dyn FileTree>,
     /// Required as a bearer token or a basic-auth password when set.
     pub token: Option<String>,
+    /// Read-ahead workers for sequential bodies (the server's, shared by its faces).
+    pub ahead: Option<Arc<crate::view::prefetch::Prefetcher>>,
 }
 
 /// The parts of a request the answer depends on (the body is refused, never read).
@@ -268,7 +270,7 @@ impl HttpFace {
         let mut response = Response::new(if head {
             empty_body()
         } else {
-            stream(held, shown.clone(), start, end, first)
+            stream(held, self.ahead.clone(), shown.clone(), start, end, first)
         });
         *response.status_mut() = status;
         let h = response.headers_mut();

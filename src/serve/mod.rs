@@ -25,6 +25,7 @@ use crate::array::OpenOptions;
 use crate::daemon::Signals;
 use crate::error::{Error, Result};
 use crate::storage::s3::S3Options;
+use crate::view::prefetch::Prefetcher;
 use crate::view::{open_source, ChunkOptions, FileTree};
 
 pub use conn::Limits;
@@ -121,13 +122,16 @@ impl Server {
             counts: Arc::default(),
             webdav: None,
         };
+        // One HTTP face (and its read-ahead workers) answers the files of every face.
+        let files = Arc::new(http::HttpFace {
+            tree: tree.clone(),
+            token: faces.token.clone(),
+            ahead: Some(Arc::new(Prefetcher::new(tree.clone(), threads))),
+        });
         if let Some(addr) = faces.http {
             let listener = bind(&runtime, addr, "HTTP")?;
             server.http = listener.local_addr().ok();
-            let face = Arc::new(http::HttpFace {
-                tree: tree.clone(),
-                token: faces.token.clone(),
-            });
+            let face = files.clone();
             let service = hyper::service::service_fn(move |req| face.clone().answer(req));
             let limits = faces.limits.clone();
             server.running.push(runtime.spawn(conn::serve(
@@ -142,7 +146,7 @@ impl Server {
         if let Some(addr) = faces.webdav {
             let listener = bind(&runtime, addr, "WebDAV")?;
             server.webdav = listener.local_addr().ok();
-            let face = Arc::new(webdav::WebDavFace::new(tree.clone(), faces.token.clone()));
+            let face = Arc::new(webdav::WebDavFace::new(files.clone()));
             let service = hyper::service::service_fn(move |req| face.clone().answer(req));
             server.running.push(runtime.spawn(conn::serve(
                 listener,

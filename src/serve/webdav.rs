@@ -77,14 +77,12 @@ const LIVE: [&str; 6] = [
 ];
 
 impl WebDavFace {
-    /// `token`, when set, is required as a basic-auth password (or a bearer token).
-    pub fn new(tree: Arc<dyn FileTree>, token: Option<String>) -> WebDavFace {
+    /// The WebDAV face of the tree `http` serves, guarded by the same token (required as
+    /// a basic-auth password, or a bearer token, when set).
+    pub fn new(http: Arc<HttpFace>) -> WebDavFace {
         WebDavFace {
-            http: Arc::new(HttpFace {
-                tree: tree.clone(),
-                token,
-            }),
-            tree,
+            tree: http.tree.clone(),
+            http,
             started_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
