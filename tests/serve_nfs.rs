@@ -475,6 +475,38 @@ fn malformed_and_abandoned_calls_leave_the_server_serving() {
     let _ = OK;
 }
 
+/// READDIR (names only) in small pages lists what the tree lists; a page too small for
+/// one entry is NFS3ERR_TOOSMALL; a file is not a folder.
+#[test]
+fn plain_readdir_pages_through_a_folder() {
+    let (array, expected) = fixture("dense_basic");
+    let (tree, server) = served(&array, &expected);
+    let client = Client::connect(server.nfs_addr().unwrap()).unwrap();
+    for path in ["", "latest", "fragments"] {
+        let fh = client.resolve(path).unwrap();
+        let want: Vec<String> = tree
+            .list(tree.resolve(path).unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert!(want.len() > 1);
+        assert_eq!(
+            client.names(&fh, 200).unwrap(),
+            want,
+            "/{path} in small pages"
+        );
+        assert_eq!(
+            client.names(&fh, 65536).unwrap(),
+            want,
+            "/{path} in one page"
+        );
+    }
+    assert_eq!(client.names(&client.root, 60), Err(10_005), "TOOSMALL");
+    let file = client.resolve("array.json").unwrap();
+    assert_eq!(client.names(&file, 4096), Err(20), "NOTDIR");
+}
+
 #[test]
 fn nfs_beyond_loopback_needs_insecure_listen() {
     let mut faces = Faces {

@@ -260,6 +260,37 @@ impl Client {
     }
 }
 
+impl Client {
+    /// READDIR (names only), in pages of `count` bytes: the names without `.`/`..`.
+    pub fn names(&self, dir: &[u8], count: u32) -> Result<Vec<String>, u32> {
+        let mut out = Vec::new();
+        let mut cookie = 0;
+        loop {
+            let mut args = Args::default().opaque(dir).u64(cookie);
+            args.0.extend_from_slice(&[0; 8]);
+            let reply = self.call(NFS, 3, 16, args.u32(count)).unwrap();
+            let mut r = Res(&reply);
+            let status = r.u32();
+            if status != OK {
+                return Err(status);
+            }
+            r.post_op();
+            r.skip(8);
+            while r.u32() == 1 {
+                r.u64();
+                let name = String::from_utf8(r.opaque()).unwrap();
+                cookie = r.u64();
+                if name != "." && name != ".." {
+                    out.push(name);
+                }
+            }
+            if r.u32() == 1 {
+                return Ok(out);
+            }
+        }
+    }
+}
+
 fn read_record(s: &mut TcpStream) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     loop {
