@@ -470,6 +470,12 @@ fn malformed_and_abandoned_calls_leave_the_server_serving() {
     let fh = other.resolve("array.json").unwrap();
     assert_eq!(other.read_all(&fh).unwrap(), want);
     assert_eq!(other.getattr(&fh).unwrap().size, want.len() as u64);
+    // Every connection but the two clients' is closed, the abandoned ones included.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.connections() > 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.connections(), 2, "the two clients' connections only");
     // The handle of a name that does not exist.
     assert_eq!(other.lookup(&other.root, "nothing").unwrap_err(), 2);
     let _ = OK;
