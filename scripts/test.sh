@@ -30,10 +30,12 @@ fi
 export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
 # Tools the tests run, from Debian: GDAL reads the merged view's ENVI rasters and Zarr
 # (through the mount and over HTTP); curl, headless Chromium, rclone and davfs2 (mounted
-# where root and /dev/fuse allow) are clients of `fragfs serve`.
+# where root and /dev/fuse allow) and libnfs's nfs-ls/nfs-cat/nfs-cp (an NFS client
+# that needs none in the kernel) are clients of `fragfs serve`.
 # "command:package" pairs; only the missing ones are installed, in one apt-get call.
 debs=()
-for pair in gdalinfo:gdal-bin curl:curl chromium:chromium rclone:rclone mount.davfs:davfs2; do
+for pair in gdalinfo:gdal-bin curl:curl chromium:chromium rclone:rclone mount.davfs:davfs2 \
+    nfs-cat:libnfs-utils; do
     command -v "${pair%%:*}" >/dev/null || debs+=("${pair#*:}")
 done
 if [ ${#debs[@]} -gt 0 ]; then

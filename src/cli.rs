@@ -220,7 +220,7 @@ pub enum Command {
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
     Umount { mountpoint: PathBuf },
     /// Serve the tree a mount shows over the network, in the foreground, until
-    /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another face is named).
+    /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another face is named) and NFSv3.
     /// Prints one line per face, `<face> <url>`, once it listens.
     Serve {
         #[command(flatten)]
@@ -231,6 +231,11 @@ pub enum Command {
         /// Serve read-only WebDAV (for Finder, Explorer, davfs2, rclone) on this address.
         #[arg(long, value_name = "ADDR")]
         webdav: Option<std::net::SocketAddr>,
+        /// Serve a read-only NFSv3 export (NFS, MOUNT and a portmapper on this one
+        /// port); NFSv3 has no authentication, so beyond loopback only with
+        /// --insecure-listen.
+        #[arg(long, value_name = "ADDR")]
+        nfs: Option<std::net::SocketAddr>,
         /// Required from HTTP and WebDAV clients, as a bearer token or a basic-auth
         /// password (any user name).
         #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]

@@ -156,6 +156,7 @@ fn run(command: Command) -> Result<()> {
             array,
             http,
             webdav,
+            nfs,
             token,
             insecure_listen,
             max_connections,
@@ -177,6 +178,7 @@ fn run(command: Command) -> Result<()> {
                 faces: Faces {
                     http,
                     webdav,
+                    nfs,
                     token,
                     insecure_listen,
                     limits: Limits {

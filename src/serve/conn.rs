@@ -127,11 +127,11 @@ pub struct Counts {
     pub accepted: AtomicUsize,
 }
 
-/// One open connection, counted while it lives.
-struct Open(Arc<Counts>);
+/// One open connection, counted while it lives (every face's connections).
+pub struct Open(Arc<Counts>);
 
 impl Open {
-    fn count(counts: &Arc<Counts>) -> Open {
+    pub fn count(counts: &Arc<Counts>) -> Open {
         counts.open.fetch_add(1, Ordering::Relaxed);
         counts.accepted.fetch_add(1, Ordering::Relaxed);
         Open(counts.clone())

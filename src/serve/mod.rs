@@ -3,7 +3,7 @@
 //!
 //! One tree object answers every face, so every path, byte and size is the mount's.
 //! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]),
-//! [`webdav`] (whose GET is the HTTP face's); what a
+//! [`webdav`] (whose GET is the HTTP face's), [`nfs`]; what a
 //! served file is (held, validated, streamed) is [`file`], the
 //! connection handling they share is [`conn`], the request-path rules [`path`].
 //! [`Server`] runs the faces on one tokio runtime: `fragfs serve` until a signal,
@@ -13,6 +13,7 @@ pub mod conn;
 pub mod file;
 pub mod http;
 pub mod listing;
+pub mod nfs;
 pub mod path;
 pub mod range;
 pub mod webdav;
@@ -52,6 +53,9 @@ pub struct Faces {
     pub webdav: Option<SocketAddr>,
     /// Required by HTTP and WebDAV as a bearer token or basic-auth password.
     pub token: Option<String>,
+    /// NFSv3 (with MOUNT and a portmapper on the same port); it has no access
+    /// control, so beyond loopback only with `insecure_listen`.
+    pub nfs: Option<SocketAddr>,
     /// Listen beyond loopback without an access control.
     pub insecure_listen: bool,
     pub limits: Limits,
@@ -63,7 +67,8 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
 /// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
-    if request.faces.http.is_none() && request.faces.webdav.is_none() {
+    if request.faces.http.is_none() && request.faces.webdav.is_none() && request.faces.nfs.is_none()
+    {
         request.faces.http = DEFAULT_HTTP.parse().ok();
     }
     request.faces.check_access()?;
@@ -99,6 +104,7 @@ pub struct Server {
     /// Connections of every face together.
     counts: Arc<conn::Counts>,
     webdav: Option<SocketAddr>,
+    nfs: Option<SocketAddr>,
 }
 
 impl Server {
@@ -121,6 +127,7 @@ impl Server {
             http: None,
             counts: Arc::default(),
             webdav: None,
+            nfs: None,
         };
         // One HTTP face (and its read-ahead workers) answers the files of every face.
         let files = Arc::new(http::HttpFace {
@@ -157,6 +164,19 @@ impl Server {
                 server.counts.clone(),
             )));
         }
+        if let Some(addr) = faces.nfs {
+            let listener = bind(&runtime, addr, "NFS")?;
+            server.nfs = listener.local_addr().ok();
+            let port = server.nfs.map_or(0, |a| a.port());
+            let face = Arc::new(nfs::NfsFace::new(tree.clone(), port, nfs::handles::HELD));
+            server.running.push(runtime.spawn(nfs::rpc::serve(
+                listener,
+                face,
+                faces.limits.clone(),
+                stopped.clone(),
+                server.counts.clone(),
+            )));
+        }
         server.runtime = Some(runtime);
         Ok(server)
     }
@@ -183,6 +203,11 @@ impl Server {
         self.webdav
     }
 
+    /// The address the NFS face listens on.
+    pub fn nfs_addr(&self) -> Option<SocketAddr> {
+        self.nfs
+    }
+
     /// Each face and its URL.
     pub fn urls(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
@@ -191,6 +216,9 @@ impl Server {
         }
         if let Some(a) = self.webdav {
             out.push(("webdav", format!("http://{a}/")));
+        }
+        if let Some(a) = self.nfs {
+            out.push(("nfs", format!("nfs://{a}/")));
         }
         out
     }
@@ -252,6 +280,15 @@ impl Faces {
                 return Err(Error::InvalidArgument(format!(
                     "--webdav {addr} is reachable beyond this machine: give --token (clients \
                      send it as a basic-auth password), or --insecure-listen"
+                )));
+            }
+        }
+        if let Some(addr) = self.nfs {
+            if !addr.ip().is_loopback() {
+                return Err(Error::InvalidArgument(format!(
+                    "--nfs {addr} is reachable beyond this machine and NFSv3 has no \
+                     authentication (any client may claim any user): give \
+                     --insecure-listen to serve it anyway"
                 )));
             }
         }

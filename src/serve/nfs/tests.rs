@@ -1,0 +1,256 @@
+//! The NFS programs called directly (no socket): handles, stale handles after the tree
+//! dropped a number, refused writes, and calls that do not decode.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::rpc::{answer, Accept, Call, Programs};
+use super::xdr::{Reader, Writer};
+use super::*;
+use crate::view::{ArrayTree, FileTree};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tiledb")
+        .join(name)
+}
+
+/// A face over `dense_basic` whose tree keeps `idle` idle numbers and which holds
+/// `held` handles.
+fn face(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsFace) {
+    let tree: Arc<dyn FileTree> = Arc::new(
+        ArrayTree::open_path(&fixture("dense_basic"), Default::default(), 16 << 20)
+            .unwrap()
+            .with_idle_limit(idle),
+    );
+    (tree.clone(), NfsFace::new(tree, 2049, held))
+}
+
+/// Calls NFS procedure `proc_` with `args`; the results' bytes.
+fn nfs(face: &NfsFace, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
+    let call = Call {
+        xid: 1,
+        prog: NFS_PROGRAM,
+        vers: 3,
+        proc_,
+    };
+    let mut out = Writer::default();
+    let accept = face.call(&call, &mut Reader::new(&args.buf), &mut out);
+    (accept, out.buf)
+}
+
+fn root_handle(face: &NfsFace) -> Vec<u8> {
+    face.export("/").unwrap().to_vec()
+}
+
+/// LOOKUP `name` in the folder of handle `dir`: the status and the handle.
+fn lookup(face: &NfsFace, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
+    let mut a = Writer::default();
+    a.opaque(dir);
+    a.opaque(name.as_bytes());
+    let (accept, res) = nfs(face, 3, &a);
+    assert_eq!(accept, Accept::Success);
+    let mut r = Reader::new(&res);
+    let status = r.u32().unwrap();
+    let fh = (status == OK).then(|| r.opaque(64).unwrap().to_vec());
+    (status, fh)
+}
+
+fn lookup_path(face: &NfsFace, path: &str) -> Vec<u8> {
+    let mut fh = root_handle(face);
+    for name in path.split('/') {
+        let (status, h) = lookup(face, &fh, name);
+        assert_eq!(status, OK, "{path}: {name}");
+        fh = h.unwrap();
+    }
+    fh
+}
+
+/// READ of a whole file, one RTMAX call at a time: the status and its bytes.
+fn read(face: &NfsFace, fh: &[u8]) -> (u32, Vec<u8>) {
+    let mut data = Vec::new();
+    loop {
+        let mut a = Writer::default();
+        a.opaque(fh);
+        a.u64(data.len() as u64);
+        a.u32(RTMAX);
+        let (accept, res) = nfs(face, 6, &a);
+        assert_eq!(accept, Accept::Success);
+        let mut r = Reader::new(&res);
+        let status = r.u32().unwrap();
+        if status != OK {
+            return (status, Vec::new());
+        }
+        if r.bool().unwrap() {
+            r.fixed(84).unwrap();
+        }
+        let count = r.u32().unwrap();
+        let eof = r.bool().unwrap();
+        let part = r.opaque(RTMAX as usize).unwrap();
+        assert_eq!(count as usize, part.len());
+        data.extend_from_slice(part);
+        if eof {
+            return (status, data);
+        }
+        assert!(!part.is_empty(), "no bytes and no end");
+    }
+}
+
+/// Every file path of the tree (the `at/` states left out).
+fn files(tree: &dyn FileTree) -> Vec<String> {
+    let mut out = Vec::new();
+    // By path: a small tree may have dropped a listed folder's number by the time
+    // it is listed.
+    let mut stack = vec![String::new()];
+    while let Some(path) = stack.pop() {
+        let dir = tree.resolve(&path).unwrap();
+        for e in tree.list(dir).unwrap() {
+            let p = if path.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{path}/{}", e.name)
+            };
+            if p == "at" {
+                continue;
+            }
+            if e.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn handles_read_the_files_they_name() {
+    let (tree, face) = face(crate::view::nodes::IDLE_LIMIT, handles::HELD);
+    let paths = files(&*tree);
+    assert!(paths.len() > 10, "{paths:?}");
+    for path in &paths {
+        let fh = lookup_path(&face, path);
+        let want = tree
+            .read_at(tree.resolve(path).unwrap(), 0, 64 << 20)
+            .unwrap();
+        assert_eq!(read(&face, &fh), (OK, want), "{path}");
+    }
+}
+
+/// With 2 handles held and 4 idle numbers kept, walking every file drops the first
+/// ones' numbers: their handles answer STALE, never another file's bytes, and a new
+/// lookup of the same path reads the file again.
+#[test]
+fn a_handle_whose_number_was_dropped_is_stale_not_another_file() {
+    let (tree, face) = face(4, 2);
+    let paths = files(&*tree);
+    let handles: Vec<(String, Vec<u8>)> = paths
+        .iter()
+        .map(|p| (p.clone(), lookup_path(&face, p)))
+        .collect();
+    assert!(face.handles().held() <= 2, "held {}", face.handles().held());
+    let mut stale = 0;
+    for (path, fh) in &handles {
+        let want = tree
+            .read_at(tree.resolve(path).unwrap(), 0, 64 << 20)
+            .unwrap();
+        match read(&face, fh) {
+            (OK, got) => assert_eq!(got, want, "{path}: another file's bytes"),
+            (STALE, _) => {
+                stale += 1;
+                let again = lookup_path(&face, path);
+                assert_eq!(read(&face, &again), (OK, want), "{path} looked up again");
+            }
+            (s, _) => panic!("{path}: status {s}"),
+        }
+    }
+    assert!(stale > 0, "no handle went stale among {}", handles.len());
+    println!("{stale} of {} handles stale", handles.len());
+}
+
+#[test]
+fn handles_of_another_run_or_malformed_are_refused() {
+    let (_, face) = face(16, 16);
+    let (_, other) = face_pair();
+    let fh = lookup_path(&other, "latest");
+    let mut a = Writer::default();
+    a.opaque(&fh);
+    let (_, res) = nfs(&face, 1, &a);
+    assert_eq!(
+        Reader::new(&res).u32(),
+        Ok(STALE),
+        "another server's handle"
+    );
+    for bad in [&b""[..], &b"short"[..], &[0u8; 16][..], &[1u8; 17][..]] {
+        let mut a = Writer::default();
+        a.opaque(bad);
+        let (_, res) = nfs(&face, 1, &a);
+        let s = Reader::new(&res).u32().unwrap();
+        assert!(s == BADHANDLE || s == STALE, "{bad:?}: {s}");
+    }
+}
+
+fn face_pair() -> (Arc<dyn FileTree>, NfsFace) {
+    face(16, 16)
+}
+
+#[test]
+fn every_write_is_refused_as_a_read_only_file_system() {
+    let (_, face) = face(16, 16);
+    let root = root_handle(&face);
+    for proc_ in [2, 7, 8, 9, 10, 11, 12, 13, 14, 15, 21] {
+        let mut a = Writer::default();
+        a.opaque(&root);
+        a.opaque(b"new");
+        a.fixed(&[0; 64]);
+        let (accept, res) = nfs(&face, proc_, &a);
+        assert_eq!(accept, Accept::Success, "procedure {proc_}");
+        assert_eq!(Reader::new(&res).u32(), Ok(ROFS), "procedure {proc_}");
+    }
+    // And ACCESS grants reading only.
+    let mut a = Writer::default();
+    a.opaque(&root);
+    a.u32(0x3f);
+    let (_, res) = nfs(&face, 4, &a);
+    let mut r = Reader::new(&res);
+    assert_eq!(r.u32(), Ok(OK));
+    assert_eq!(r.bool(), Ok(true));
+    r.fixed(84).unwrap();
+    assert_eq!(r.u32(), Ok(ACCESS_READ | ACCESS_LOOKUP | ACCESS_EXECUTE));
+}
+
+#[test]
+fn calls_that_do_not_decode_are_answered_not_fatal() {
+    let (_, face) = face(16, 16);
+    // Truncated arguments: GARBAGE_ARGS.
+    let (accept, _) = nfs(&face, 6, &Writer::default());
+    assert_eq!(accept, Accept::GarbageArgs);
+    // A procedure past the last: PROC_UNAVAIL.
+    let (accept, _) = nfs(&face, 99, &Writer::default());
+    assert_eq!(accept, Accept::ProcUnavail);
+    // Whole records: a record too short for a call header is no call; another
+    // program or version is answered as such.
+    assert_eq!(answer(&face, &[0, 0, 0]), None);
+    let mut call = Writer::default();
+    for v in [7, 0, 2, 100_003, 4, 0, 0, 0, 0, 0] {
+        call.u32(v);
+    }
+    let reply = answer(&face, &call.buf).unwrap();
+    let mut r = Reader::new(&reply);
+    let words: Vec<u32> = (0..8).map(|_| r.u32().unwrap()).collect();
+    // xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, PROG_MISMATCH 3..3.
+    assert_eq!(words, [7, 1, 0, 0, 0, 2, 3, 3]);
+    call.buf[12..16].copy_from_slice(&4242u32.to_be_bytes());
+    let reply = answer(&face, &call.buf).unwrap();
+    assert_eq!(&reply[20..24], &1u32.to_be_bytes(), "PROG_UNAVAIL");
+}
+
+#[test]
+fn mount_exports_folders_only() {
+    let (_, face) = face(16, 16);
+    assert!(face.export("/").is_ok());
+    assert!(face.export("/latest").is_ok());
+    assert_eq!(face.export("/nothing"), Err(NOENT));
+    assert_eq!(face.export("/../etc"), Err(ACCES));
+    assert_eq!(face.export("/array.json"), Err(NOTDIR));
+}
