@@ -78,6 +78,53 @@ pub struct NfsFace {
     gid: u32,
     /// Time of nodes that have none (the array's files outside fragments).
     start_ms: u64,
+    /// Folder listings being paged through.
+    listings: Listings,
+}
+
+/// Listings being paged through by clients. A client pages through a folder with
+/// cookies (positions) under the verifier its first page answered: the listing taken for
+/// that page is kept for the next ones, so paging through a folder of n entries costs
+/// one listing, not one per page (quadratic for `fragments/` of 100,000 fragments), and
+/// a rescan between pages shifts no position. At most [`Listings::KEPT`] are kept,
+/// oldest out; a page whose listing went out lists the folder again.
+struct Listings {
+    next: std::sync::atomic::AtomicU64,
+    /// (verifier, folder, listing), oldest first.
+    kept: std::sync::Mutex<std::collections::VecDeque<(u64, Ino, Listing)>>,
+}
+
+/// One listing of a folder, as a page of it was cut from.
+type Listing = Arc<Vec<crate::view::Entry>>;
+
+impl Listings {
+    const KEPT: usize = 64;
+
+    fn new(first: u64) -> Listings {
+        Listings {
+            next: std::sync::atomic::AtomicU64::new(first),
+            kept: Default::default(),
+        }
+    }
+
+    /// The listing of `dir` that verifier `verf` answered, if still kept.
+    fn get(&self, verf: u64, dir: Ino) -> Option<Listing> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|(v, d, _)| *v == verf && *d == dir)
+            .map(|(_, _, l)| l.clone())
+    }
+
+    /// Keeps a fresh listing of `dir`; returns its verifier.
+    fn keep(&self, dir: Ino, list: Listing) -> u64 {
+        let verf = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= Self::KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((verf, dir, list));
+        verf
+    }
 }
 
 /// A call failed with this `nfsstat3`.
@@ -112,6 +159,8 @@ impl NfsFace {
             uid,
             gid,
             start_ms,
+            // Verifiers of one run differ from an earlier run's.
+            listings: Listings::new(start_ms << 16),
         }
     }
 
@@ -373,7 +422,8 @@ impl NfsFace {
     fn readdir(&self, args: &mut Reader<'_>, out: &mut Writer, plus: bool) -> Result<(), Garbage> {
         let dir = self.handle_arg(args)?;
         let cookie = args.u64()?;
-        args.fixed(8)?; // cookie verifier: positions are kept across listings
+        let verf = args.fixed(8)?;
+        let verf = u64::from_be_bytes(verf.try_into().unwrap_or([0; 8]));
         if plus {
             args.u32()?; // dircount: the reply is bounded by maxcount
         }
@@ -386,13 +436,24 @@ impl NfsFace {
                 .tree
                 .parent(dir)
                 .map_err(|e| self.status(&e, "parent", dir))?;
-            let list = self
-                .tree
-                .list(dir)
-                .map_err(|e| self.status(&e, "list", dir))?;
-            Ok((dir, parent, list))
+            // Later pages of a listing read the one their first page was cut from.
+            let kept = (cookie != 0)
+                .then(|| self.listings.get(verf, dir))
+                .flatten();
+            let (verf, list) = match kept {
+                Some(list) => (verf, list),
+                None => {
+                    let list = Arc::new(
+                        self.tree
+                            .list(dir)
+                            .map_err(|e| self.status(&e, "list", dir))?,
+                    );
+                    (self.listings.keep(dir, list.clone()), list)
+                }
+            };
+            Ok((dir, parent, verf, list))
         });
-        let (dir, parent, list) = match listed {
+        let (dir, parent, verf, list) = match listed {
             Ok(l) => l,
             Err(Status(s)) => {
                 out.u32(s);
@@ -450,7 +511,7 @@ impl NfsFace {
         }
         out.u32(OK);
         self.post_op(out, dir);
-        out.u64(self.tree.generation());
+        out.u64(verf);
         out.buf.extend_from_slice(&entries.buf);
         out.bool(false);
         out.bool(eof);
