@@ -14,6 +14,8 @@ pub mod http;
 pub mod listing;
 pub mod path;
 pub mod range;
+pub mod s3api;
+pub mod s3list;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,10 @@ pub struct Faces {
     pub http: Option<SocketAddr>,
     /// Required by HTTP as a bearer token or basic-auth password.
     pub token: Option<String>,
+    /// The S3 API (one read-only bucket).
+    pub s3: Option<SocketAddr>,
+    /// The S3 API's keys and bucket name.
+    pub s3_face: s3api::S3Face,
     /// Listen beyond loopback without an access control.
     pub insecure_listen: bool,
     pub limits: Limits,
@@ -58,7 +64,7 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
 /// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
-    if request.faces.http.is_none() {
+    if request.faces.http.is_none() && request.faces.s3.is_none() {
         request.faces.http = DEFAULT_HTTP.parse().ok();
     }
     request.faces.check_access()?;
@@ -91,6 +97,8 @@ pub struct Server {
     stop: tokio::sync::watch::Sender<bool>,
     running: Vec<tokio::task::JoinHandle<()>>,
     http: Option<SocketAddr>,
+    /// The S3 API's address and bucket.
+    s3: Option<(SocketAddr, String)>,
 }
 
 impl Server {
@@ -111,6 +119,7 @@ impl Server {
             stop,
             running: Vec::new(),
             http: None,
+            s3: None,
         };
         if let Some(addr) = faces.http {
             let listener = bind(&runtime, addr, "HTTP")?;
@@ -129,6 +138,24 @@ impl Server {
                 "http",
             )));
         }
+        if let Some(addr) = faces.s3 {
+            let bucket = match &faces.s3_face.bucket {
+                Some(b) => b.clone(),
+                None => s3api::bucket_name(&tree.source()),
+            };
+            let listener = bind(&runtime, addr, "S3")?;
+            if let Ok(a) = listener.local_addr() {
+                server.s3 = Some((a, bucket.clone()));
+            }
+            let service = s3api::service(tree.clone(), bucket, faces.s3_face.keys.clone());
+            server.running.push(runtime.spawn(conn::serve(
+                listener,
+                service,
+                faces.limits.clone(),
+                stopped.clone(),
+                "s3",
+            )));
+        }
         server.runtime = Some(runtime);
         Ok(server)
     }
@@ -138,11 +165,19 @@ impl Server {
         self.http
     }
 
-    /// Each face and its URL.
+    /// The address the S3 API listens on and its bucket.
+    pub fn s3_addr(&self) -> Option<(SocketAddr, String)> {
+        self.s3.clone()
+    }
+
+    /// Each face and its URL (the S3 API's: its bucket, path style).
     pub fn urls(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         if let Some(a) = self.http {
             out.push(("http", format!("http://{a}/")));
+        }
+        if let Some((a, bucket)) = &self.s3 {
+            out.push(("s3", format!("http://{a}/{bucket}/")));
         }
         out
     }
@@ -188,14 +223,27 @@ impl Faces {
     /// A face may listen beyond loopback only behind an access control, or when asked
     /// to with `--insecure-listen`.
     pub fn check_access(&self) -> Result<()> {
-        if self.insecure_listen {
-            return Ok(());
-        }
         if let Some(addr) = self.http {
-            if !addr.ip().is_loopback() && self.token.is_none() {
+            if !addr.ip().is_loopback() && self.token.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--http {addr} is reachable beyond this machine: give --token (clients \
                      send it as a bearer token or a basic-auth password), or --insecure-listen"
+                )));
+            }
+        }
+        if let Some(bucket) = &self.s3_face.bucket {
+            if !s3api::valid_bucket(bucket) {
+                return Err(Error::InvalidArgument(format!(
+                    "--bucket {bucket:?} is not a bucket name (3-63 of a-z, 0-9, . and -, \
+                     starting and ending with a letter or digit)"
+                )));
+            }
+        }
+        if let Some(addr) = self.s3 {
+            if !addr.ip().is_loopback() && self.s3_face.keys.is_none() && !self.insecure_listen {
+                return Err(Error::InvalidArgument(format!(
+                    "--s3 {addr} is reachable beyond this machine: give --s3-access-key and \
+                     --s3-secret-key (clients sign with them), or --insecure-listen"
                 )));
             }
         }
