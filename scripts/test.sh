@@ -14,10 +14,12 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, boto3, s3fs, awscli, duckdb' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0"; then
+            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0" \
+            "boto3==1.43.117" "s3fs==2026.9.0" "awscli==1.46.3" \
+            "duckdb==1.5.5" "duckdb-extension-httpfs==1.5.5"; then
         echo "installed numpy, tiledb, zarr and xarray into $VENV"
     else
         echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
