@@ -720,6 +720,14 @@ print(json.dumps({
     let out =
         run_ok(anonymous(&mut Command::new(&python)).args(["-c", script, &endpoint, &bucket]));
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    // A client that signs (keys in its environment) is served anonymously too.
+    let signing = r#"
+import sys, boto3
+c = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id="any", aws_secret_access_key="thing")
+print(len(c.get_object(Bucket=sys.argv[2], Key="latest/cells.csv")["Body"].read()))
+"#;
+    let n = run_ok(anonymous(&mut Command::new(&python)).args(["-c", signing, &endpoint, &bucket]));
+    assert_eq!(n.trim(), cells.len().to_string());
     let got: Vec<&str> = v["keys"]
         .as_array()
         .unwrap()

@@ -119,15 +119,22 @@ pub fn service(
         bucket,
         started: SystemTime::now(),
     })));
+    let signed = keys.is_some();
     if let Some((access, secret)) = keys {
         builder.set_auth(s3s::auth::SimpleAuth::from_single(access, secret));
     }
     let s3 = builder.build();
-    hyper::service::service_fn(move |req: Request<Incoming>| {
+    hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let s3 = s3.clone();
         async move {
             if writes(req.method()) {
                 return Ok(denied(req.uri().path()));
+            }
+            if !signed {
+                // An anonymous face serves clients that sign anyway (credentials in
+                // their environment): s3s would answer a signed request NotImplemented
+                // without an auth provider.
+                req.headers_mut().remove(hyper::header::AUTHORIZATION);
             }
             s3.call(req.map(Body::from)).await
         }
