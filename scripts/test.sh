@@ -14,15 +14,16 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 VENV=target/test-venv
-# The clients of `fragfs serve`'s HTTP face too: requests, fsspec (with aiohttp), Dask,
-# and DuckDB with its httpfs extension from PyPI (no download at run time).
-if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, requests, fsspec, aiohttp, dask, distributed, duckdb, duckdb_extension_httpfs' 2>/dev/null; then
+# The clients of `fragfs serve` too: requests, fsspec (with aiohttp), Dask, boto3, s3fs,
+# the AWS CLI, and DuckDB with its httpfs extension from PyPI (no download at run time).
+if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, requests, fsspec, aiohttp, dask, distributed, duckdb, duckdb_extension_httpfs, boto3, s3fs, awscli' 2>/dev/null; then
     if python3 -m venv "$VENV" &&
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
             "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0" \
             "requests==2.34.2" "fsspec==2026.9.0" "aiohttp==3.14.5" "dask[array]==2026.8.0" \
-            "distributed==2026.8.0" "duckdb==1.5.5" "duckdb-extension-httpfs==1.5.5"; then
-        echo "installed numpy, tiledb, zarr, xarray and the HTTP clients into $VENV"
+            "distributed==2026.8.0" "duckdb==1.5.5" "duckdb-extension-httpfs==1.5.5" \
+            "boto3==1.43.117" "s3fs==2026.9.0" "awscli==1.46.3"; then
+        echo "installed numpy, tiledb, zarr, xarray and the clients of fragfs serve into $VENV"
     else
         echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
     fi

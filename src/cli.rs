@@ -240,6 +240,24 @@ pub enum Command {
         /// password (any user name).
         #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Serve the S3 API (one read-only bucket, path style) on this address.
+        #[arg(long = "s3", value_name = "ADDR")]
+        s3_api: Option<std::net::SocketAddr>,
+        /// The S3 API's bucket name; default: the array folder's name made a valid
+        /// bucket name (lowercase, [a-z0-9.-], 3-63 characters).
+        #[arg(long, value_name = "NAME")]
+        bucket: Option<String>,
+        /// The access key S3 clients sign with (SigV4); with --s3-secret-key.
+        #[arg(long, env = "FRAGFS_S3_ACCESS_KEY", requires = "s3_secret_key")]
+        s3_access_key: Option<String>,
+        /// The secret key S3 clients sign with; with --s3-access-key.
+        #[arg(
+            long,
+            env = "FRAGFS_S3_SECRET_KEY",
+            hide_env_values = true,
+            requires = "s3_access_key"
+        )]
+        s3_secret_key: Option<String>,
         /// Allow listening beyond loopback without an access control.
         #[arg(long)]
         insecure_listen: bool,

@@ -11,6 +11,7 @@ use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
+use fragfs::serve::s3api::S3Face;
 use fragfs::serve::{Faces, Limits, ServeRequest};
 use fragfs::view::{open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
@@ -158,6 +159,10 @@ fn run(command: Command) -> Result<()> {
             webdav,
             nfs,
             token,
+            s3_api,
+            bucket,
+            s3_access_key,
+            s3_secret_key,
             insecure_listen,
             max_connections,
             threads,
@@ -180,6 +185,11 @@ fn run(command: Command) -> Result<()> {
                     webdav,
                     nfs,
                     token,
+                    s3: s3_api,
+                    s3_face: S3Face {
+                        keys: s3_access_key.zip(s3_secret_key),
+                        bucket,
+                    },
                     insecure_listen,
                     limits: Limits {
                         max_connections,

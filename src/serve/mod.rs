@@ -16,6 +16,8 @@ pub mod listing;
 pub mod nfs;
 pub mod path;
 pub mod range;
+pub mod s3api;
+pub mod s3list;
 pub mod webdav;
 
 use std::net::SocketAddr;
@@ -56,6 +58,10 @@ pub struct Faces {
     /// NFSv3 (with MOUNT and a portmapper on the same port); it has no access
     /// control, so beyond loopback only with `insecure_listen`.
     pub nfs: Option<SocketAddr>,
+    /// The S3 API (one read-only bucket).
+    pub s3: Option<SocketAddr>,
+    /// The S3 API's keys and bucket name.
+    pub s3_face: s3api::S3Face,
     /// Listen beyond loopback without an access control.
     pub insecure_listen: bool,
     pub limits: Limits,
@@ -67,7 +73,14 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
 /// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
-    if request.faces.http.is_none() && request.faces.webdav.is_none() && request.faces.nfs.is_none()
+    if [
+        request.faces.http,
+        request.faces.webdav,
+        request.faces.nfs,
+        request.faces.s3,
+    ]
+    .iter()
+    .all(Option::is_none)
     {
         request.faces.http = DEFAULT_HTTP.parse().ok();
     }
@@ -105,6 +118,8 @@ pub struct Server {
     counts: Arc<conn::Counts>,
     webdav: Option<SocketAddr>,
     nfs: Option<SocketAddr>,
+    /// The S3 API's address and bucket.
+    s3: Option<(SocketAddr, String)>,
 }
 
 impl Server {
@@ -128,6 +143,7 @@ impl Server {
             counts: Arc::default(),
             webdav: None,
             nfs: None,
+            s3: None,
         };
         // One HTTP face (and its read-ahead workers) answers the files of every face.
         let files = Arc::new(http::HttpFace {
@@ -177,6 +193,25 @@ impl Server {
                 server.counts.clone(),
             )));
         }
+        if let Some(addr) = faces.s3 {
+            let bucket = match &faces.s3_face.bucket {
+                Some(b) => b.clone(),
+                None => s3api::bucket_name(&tree.source()),
+            };
+            let listener = bind(&runtime, addr, "S3")?;
+            if let Ok(a) = listener.local_addr() {
+                server.s3 = Some((a, bucket.clone()));
+            }
+            let service = s3api::service(tree.clone(), bucket, faces.s3_face.keys.clone());
+            server.running.push(runtime.spawn(conn::serve(
+                listener,
+                service,
+                faces.limits.clone(),
+                stopped.clone(),
+                "s3",
+                server.counts.clone(),
+            )));
+        }
         server.runtime = Some(runtime);
         Ok(server)
     }
@@ -208,7 +243,12 @@ impl Server {
         self.nfs
     }
 
-    /// Each face and its URL.
+    /// The address the S3 API listens on and its bucket.
+    pub fn s3_addr(&self) -> Option<(SocketAddr, String)> {
+        self.s3.clone()
+    }
+
+    /// Each face and its URL (the S3 API's: its bucket, path style).
     pub fn urls(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         if let Some(a) = self.http {
@@ -219,6 +259,9 @@ impl Server {
         }
         if let Some(a) = self.nfs {
             out.push(("nfs", format!("nfs://{a}/")));
+        }
+        if let Some((a, bucket)) = &self.s3 {
+            out.push(("s3", format!("http://{a}/{bucket}/")));
         }
         out
     }
@@ -264,11 +307,8 @@ impl Faces {
     /// A face may listen beyond loopback only behind an access control, or when asked
     /// to with `--insecure-listen`.
     pub fn check_access(&self) -> Result<()> {
-        if self.insecure_listen {
-            return Ok(());
-        }
         if let Some(addr) = self.http {
-            if !addr.ip().is_loopback() && self.token.is_none() {
+            if !addr.ip().is_loopback() && self.token.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--http {addr} is reachable beyond this machine: give --token (clients \
                      send it as a bearer token or a basic-auth password), or --insecure-listen"
@@ -276,7 +316,7 @@ impl Faces {
             }
         }
         if let Some(addr) = self.webdav {
-            if !addr.ip().is_loopback() && self.token.is_none() {
+            if !addr.ip().is_loopback() && self.token.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--webdav {addr} is reachable beyond this machine: give --token (clients \
                      send it as a basic-auth password), or --insecure-listen"
@@ -284,11 +324,27 @@ impl Faces {
             }
         }
         if let Some(addr) = self.nfs {
-            if !addr.ip().is_loopback() {
+            if !addr.ip().is_loopback() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--nfs {addr} is reachable beyond this machine and NFSv3 has no \
                      authentication (any client may claim any user): give \
                      --insecure-listen to serve it anyway"
+                )));
+            }
+        }
+        if let Some(bucket) = &self.s3_face.bucket {
+            if !s3api::valid_bucket(bucket) {
+                return Err(Error::InvalidArgument(format!(
+                    "--bucket {bucket:?} is not a bucket name (3-63 of a-z, 0-9, . and -, \
+                     starting and ending with a letter or digit)"
+                )));
+            }
+        }
+        if let Some(addr) = self.s3 {
+            if !addr.ip().is_loopback() && self.s3_face.keys.is_none() && !self.insecure_listen {
+                return Err(Error::InvalidArgument(format!(
+                    "--s3 {addr} is reachable beyond this machine: give --s3-access-key and \
+                     --s3-secret-key (clients sign with them), or --insecure-listen"
                 )));
             }
         }
