@@ -4,6 +4,9 @@ the client costs little next to the server it measures. Prints one JSON object.
     python http_load.py latency HOST:PORT < reads.json
         reads: [[path, offset, length], ...], one keep-alive connection, in order:
         {"latencies": [s, ...], "crc32": CRC of every byte read}
+    python http_load.py get URL BUCKET < keys.json      (requests, one session)
+    python http_load.py s3get ENDPOINT BUCKET < keys.json  (boto3, unsigned)
+        each key GET whole in order: {"seconds", "bytes"}
     python http_load.py load HOST:PORT CLIENTS SECONDS SIZE < files.json
         files: [[path, size], ...]; CLIENTS connections each GET random SIZE-byte
         ranges for SECONDS: {"requests", "errors", "bytes", "p50", "p99", "seconds"}
@@ -85,9 +88,31 @@ async def load(addr, clients, seconds, size, files):
     return {**stats, "seconds": time.monotonic() - t0, "p50": pick(0.5), "p99": pick(0.99)}
 
 
+def sequential(mode, url, bucket, keys):
+    """Every key read whole, one after the other, by requests (HTTP) or boto3 (S3)."""
+    if mode == "s3get":
+        import boto3
+        from botocore import UNSIGNED
+        from botocore.config import Config
+
+        s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                          config=Config(signature_version=UNSIGNED))
+        t0 = time.perf_counter()
+        n = sum(len(s3.get_object(Bucket=bucket, Key=k)["Body"].read()) for k in keys)
+    else:
+        import requests
+
+        session = requests.Session()
+        t0 = time.perf_counter()
+        n = sum(len(session.get(f"{url}/{k}").content) for k in keys)
+    return {"seconds": time.perf_counter() - t0, "bytes": n}
+
+
 def main():
     mode, addr = sys.argv[1], sys.argv[2]
-    if mode == "latency":
+    if mode in ("get", "s3get"):
+        out = sequential(mode, addr, sys.argv[3], json.load(sys.stdin))
+    elif mode == "latency":
         out = asyncio.run(latency(addr, json.load(sys.stdin)))
     else:
         clients, seconds, size = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])

@@ -1040,17 +1040,27 @@ SERVE_LOAD_SECONDS = float(os.environ.get("FRAGFS_BENCH_LOAD_SECONDS", "60"))
 
 
 @contextlib.contextmanager
-def fragfs_serve(array: Path, *options: str):
-    """`fragfs serve --http 127.0.0.1:0` in the background; yields (process, host:port)
-    once it listens (its first stdout line names the URL)."""
+def fragfs_serve(array: Path, *options: str, s3: bool = False):
+    """`fragfs serve --http 127.0.0.1:0` (and `--s3 127.0.0.1:0` with `s3`) in the
+    background; yields (process, HTTP host:port), or (process, HTTP host:port, S3
+    endpoint URL, bucket) with `s3`, once it listens (its stdout names each face)."""
+    faces = ["--http", "127.0.0.1:0"] + (["--s3", "127.0.0.1:0"] if s3 else [])
     with open(BENCH / "daemon.log", "a") as log:
-        proc = subprocess.Popen([FRAGFS, "serve", array, "--http", "127.0.0.1:0", *options],
+        proc = subprocess.Popen([FRAGFS, "serve", array, *faces, *options],
                                 stdout=subprocess.PIPE, stderr=log, text=True)
     try:
-        line = proc.stdout.readline().split()
-        if len(line) != 2 or line[0] != "http":
-            raise RuntimeError(f"fragfs serve did not start: {line}")
-        yield proc, line[1].removeprefix("http://").rstrip("/")
+        urls = {}
+        for _ in range(2 if s3 else 1):
+            line = proc.stdout.readline().split()
+            if len(line) != 2:
+                raise RuntimeError(f"fragfs serve did not start: {line}")
+            urls[line[0]] = line[1]
+        http = urls["http"].removeprefix("http://").rstrip("/")
+        if s3:
+            endpoint, bucket = urls["s3"].rstrip("/").rsplit("/", 1)
+            yield proc, http, endpoint, bucket
+        else:
+            yield proc, http
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -1106,8 +1116,9 @@ def decoded_copy(attr: str) -> list[Path]:
 def serve_section(rep: Report, repeat: int) -> None:
     """`fragfs serve` over HTTP: a sequential GET of the ZSTD attribute (curl, one
     keep-alive connection) vs `cat` through the FUSE mount and vs nginx serving a decoded
-    copy from the page cache; random 4 KiB range GETs vs TileDB-Py reading the same
-    cells; 256 clients reading random ranges; zarr-python over HTTP vs TileDB-Py."""
+    copy from the page cache; boto3 through the S3 API vs HTTP GETs; random 4 KiB range
+    GETs vs TileDB-Py reading the same cells; 256 clients reading random ranges;
+    zarr-python over HTTP vs TileDB-Py."""
     attr, filt, cell = ATTRS[0]
     frags = fragments()
     nbytes = len(frags) * 8 * TILE_CELLS * cell
@@ -1129,6 +1140,29 @@ def serve_section(rep: Report, repeat: int) -> None:
         with nginx(DECODED / attr) as addr:
             urls = [f"http://{addr}/{c.name}" for c in copies]
             runs["nginx"].append(timed(["curl", "-sSf", *urls]))
+    # The S3 API: boto3 GetObject of the same files, one after the other, vs HTTP GETs
+    # by the same Python client (requests), both cold, from one server.
+    s3_runs, py_runs = [], []
+    for _ in range(repeat):
+        for kind in ("s3", "http"):
+            settle()
+            drop_caches()
+            with fragfs_serve(BIG, s3=True) as (_, addr, endpoint, bucket):
+                keys = [p.lstrip("/") for p in paths]
+                got = json.loads(subprocess.run(
+                    [*HTTP_LOAD, "s3get" if kind == "s3" else "get",
+                     endpoint if kind == "s3" else f"http://{addr}", bucket],
+                    check=True, capture_output=True, text=True,
+                    input=json.dumps(keys)).stdout)
+            if got["bytes"] != nbytes:
+                raise RuntimeError(f"serve: {kind} read {got['bytes']} bytes of {nbytes}")
+            (s3_runs if kind == "s3" else py_runs).append(got["seconds"])
+    rep.details["serve_s3"] = {"bytes": nbytes, "boto3": s3_runs, "requests": py_runs}
+    s3m, pym = median(s3_runs), median(py_runs)
+    rep.row(f"S3 API boto3 GetObject {attr} ({nbytes // MIB} MiB), cold vs HTTP GET (requests)",
+            rate(nbytes, s3m), f"HTTP {rate(nbytes, pym)}", pym / s3m,
+            target=("≥ 0.80", lambda r: r >= 0.8))
+
     h, f, n = median(runs["http"]), median(runs["fuse"]), median(runs["nginx"])
     rep.details["serve_seq"] = {"bytes": nbytes, **runs}
     label = f"HTTP GET {attr} ({filt}, {nbytes // MIB} MiB), cold"
