@@ -254,3 +254,111 @@ fn mount_exports_folders_only() {
     assert_eq!(face.export("/../etc"), Err(ACCES));
     assert_eq!(face.export("/array.json"), Err(NOTDIR));
 }
+
+/// A tree that counts the listings asked of it.
+struct CountingTree {
+    inner: Arc<dyn FileTree>,
+    lists: std::sync::atomic::AtomicUsize,
+}
+
+impl FileTree for CountingTree {
+    fn list(&self, dir: Ino) -> crate::Result<Vec<crate::view::Entry>> {
+        self.lists
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.list(dir)
+    }
+    fn lookup(&self, parent: Ino, name: &str) -> crate::Result<crate::view::Entry> {
+        self.inner.lookup(parent, name)
+    }
+    fn stat(&self, ino: Ino) -> crate::Result<crate::view::Stat> {
+        self.inner.stat(ino)
+    }
+    fn size(&self, ino: Ino) -> crate::Result<u64> {
+        self.inner.size(ino)
+    }
+    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> crate::Result<()> {
+        self.inner.read_into(ino, offset, len, out)
+    }
+    fn parent(&self, ino: Ino) -> crate::Result<Ino> {
+        self.inner.parent(ino)
+    }
+    fn lifetime(&self, ino: Ino) -> crate::view::Lifetime {
+        self.inner.lifetime(ino)
+    }
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+    fn source(&self) -> String {
+        self.inner.source()
+    }
+    fn entry_count(&self) -> u64 {
+        self.inner.entry_count()
+    }
+    fn info(&self) -> crate::Result<crate::view::info::Info> {
+        self.inner.info()
+    }
+    fn remember(&self, ino: Ino) -> bool {
+        self.inner.remember(ino)
+    }
+    fn forget(&self, ino: Ino, n: u64) {
+        self.inner.forget(ino, n)
+    }
+}
+
+/// READDIR pages through a folder with cookies under the verifier of its first page:
+/// every page is cut from the one listing taken for the first (paging `fragments/` of
+/// 100,000 fragments must not list it once per page), and the pages together are the
+/// folder.
+#[test]
+fn the_pages_of_a_listing_cost_one_listing() {
+    let inner: Arc<dyn FileTree> = Arc::new(
+        ArrayTree::open_path(&fixture("dense_basic"), Default::default(), 16 << 20).unwrap(),
+    );
+    let want: Vec<String> = inner
+        .list(crate::view::ROOT)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    let tree = Arc::new(CountingTree {
+        inner,
+        lists: Default::default(),
+    });
+    let face = NfsFace::new(tree.clone(), 2049, 16);
+    let root = root_handle(&face);
+    let (mut cookie, mut verf, mut names, mut pages) = (0u64, [0u8; 8], Vec::new(), 0);
+    loop {
+        let mut a = Writer::default();
+        a.opaque(&root);
+        a.u64(cookie);
+        a.fixed(&verf);
+        a.u32(200); // room for a couple of entries a page
+        let (accept, res) = nfs(&face, 16, &a);
+        assert_eq!(accept, Accept::Success);
+        let mut r = Reader::new(&res);
+        assert_eq!(r.u32().unwrap(), OK);
+        if r.u32().unwrap() != 0 {
+            r.fixed(ATTR_SIZE - 4).unwrap(); // the attributes after their flag
+        }
+        verf.copy_from_slice(r.fixed(8).unwrap());
+        while r.u32().unwrap() != 0 {
+            r.u64().unwrap(); // file id
+            names.push(
+                std::str::from_utf8(r.opaque(255).unwrap())
+                    .unwrap()
+                    .to_string(),
+            );
+            cookie = r.u64().unwrap();
+        }
+        pages += 1;
+        if r.u32().unwrap() != 0 {
+            break;
+        }
+        assert!(pages < 100, "no end");
+    }
+    assert!(pages > 2, "{pages} pages");
+    assert_eq!(names[..2], [".", ".."]);
+    assert_eq!(names[2..], want[..]);
+    let lists = tree.lists.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(lists, 1, "{lists} listings for {pages} pages");
+}
