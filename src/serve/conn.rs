@@ -53,7 +53,7 @@ pub async fn serve<S, B>(
     listener: TcpListener,
     service: S,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     face: &'static str,
     counts: Arc<Counts>,
 ) where
@@ -63,6 +63,57 @@ pub async fn serve<S, B>(
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let idle = limits.idle_timeout;
+    let header_timeout = limits.header_timeout;
+    let header_bytes = limits.header_bytes;
+    accept(
+        listener,
+        &limits,
+        stop,
+        face,
+        counts,
+        move |stream, peer, mut stop| {
+            let service = service.clone();
+            async move {
+                let io = TokioIo::new(Watchdog::new(stream, idle));
+                let mut builder = hyper::server::conn::http1::Builder::new();
+                builder
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .max_buf_size(header_bytes.max(8192));
+                let conn = builder.serve_connection(io, service);
+                tokio::pin!(conn);
+                let result = tokio::select! {
+                    r = conn.as_mut() => r,
+                    _ = stop.changed() => {
+                        conn.as_mut().graceful_shutdown();
+                        conn.await
+                    }
+                };
+                if let Err(e) = result {
+                    log::debug!("{face}: connection from {peer}: {e}");
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// The accept loop every face shares: at most `limits.max_connections` connections at
+/// once (more wait in the listen backlog), each counted in `counts` and served by
+/// `handle` on a task of its own, until `stop` turns true; then stops accepting and
+/// returns once every connection has ended (the caller bounds how long it waits).
+pub async fn accept<H, F>(
+    listener: TcpListener,
+    limits: &Limits,
+    mut stop: watch::Receiver<bool>,
+    face: &'static str,
+    counts: Arc<Counts>,
+    handle: H,
+) where
+    H: Fn(TcpStream, std::net::SocketAddr, watch::Receiver<bool>) -> F,
+    F: Future<Output = ()> + Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -87,31 +138,12 @@ pub async fn serve<S, B>(
             _ = stop.changed() => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        let limits = limits.clone();
-        let mut stop = stop.clone();
         let open = Open::count(&counts);
+        let connection = handle(stream, peer, stop.clone());
         tasks.spawn(async move {
             let _open = open;
             let _permit = permit;
-            let io = TokioIo::new(Watchdog::new(stream, limits.idle_timeout));
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .max_buf_size(limits.header_bytes.max(8192));
-            let conn = builder.serve_connection(io, service);
-            tokio::pin!(conn);
-            let result = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = stop.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(e) = result {
-                log::debug!("{face}: connection from {peer}: {e}");
-            }
+            connection.await;
         });
         // Reap finished connections so the set does not grow with every one served.
         while tasks.try_join_next().is_some() {}

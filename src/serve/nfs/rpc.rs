@@ -7,7 +7,6 @@
 //! replies or goes quiet for the idle timeout loses its connection.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -112,46 +111,19 @@ pub async fn serve(
     listener: TcpListener,
     programs: Arc<dyn Programs>,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     counts: Arc<crate::serve::conn::Counts>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    loop {
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stop.changed() => break,
-        };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    log::warn!("nfs: accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let programs = programs.clone();
-        let limits = limits.clone();
-        let stop = stop.clone();
-        let open = crate::serve::conn::Open::count(&counts);
-        tasks.spawn(async move {
-            let _permit = permit;
-            let _open = open;
+    let shared = Arc::new(limits.clone());
+    let handle = move |stream, peer, stop| {
+        let (programs, limits) = (programs.clone(), shared.clone());
+        async move {
             if let Err(e) = connection(stream, programs, &limits, stop).await {
                 log::debug!("nfs: connection from {peer}: {e}");
             }
-        });
-        while tasks.try_join_next().is_some() {}
-    }
-    drop(listener);
-    while tasks.join_next().await.is_some() {}
+        }
+    };
+    crate::serve::conn::accept(listener, &limits, stop, "nfs", counts, handle).await;
 }
 
 async fn connection(
