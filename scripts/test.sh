@@ -5,38 +5,39 @@
 #
 # The .npy / text checks need numpy, the live-mount test TileDB-Py, the Zarr checks
 # zarr-python and xarray: all are installed
-# here into target/test-venv (from PyPI) on first use, so a fresh machine needs nothing
-# but cargo and python3.
+# here (from PyPI, scripts/test-requirements.txt) on first use, so a fresh machine needs
+# nothing but cargo and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null; then
     echo "cargo is required (https://rustup.rs)" >&2
     exit 1
 fi
-VENV=target/test-venv
-# The clients of `fragfs serve` too: requests, fsspec (with aiohttp), Dask, boto3, s3fs,
-# the AWS CLI, and DuckDB with its httpfs extension from PyPI (no download at run time).
-if ! "$VENV/bin/python" -c 'import numpy, tiledb, pandas, zarr, xarray, requests, fsspec, aiohttp, dask, distributed, duckdb, duckdb_extension_httpfs, boto3, s3fs, awscli' 2>/dev/null; then
+# The Python packages (scripts/test-requirements.txt) go into a venv in the cargo home, one
+# per version of that file: like s3s-fs below, a one-time install that a fresh clone on
+# the same machine finds again (it takes about 90 seconds).
+req=scripts/test-requirements.txt
+VENV="${CARGO_HOME:-$HOME/.cargo}/fragfs-test-venv/$(sha256sum "$req" | cut -c1-16)"
+if ! [ -e "$VENV/.complete" ]; then
+    rm -rf "$VENV"
     if python3 -m venv "$VENV" &&
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "pandas==2.3.3" "zarr==3.1.6" "xarray==2026.9.0" \
-            "requests==2.34.2" "fsspec==2026.9.0" "aiohttp==3.14.5" "dask[array]==2026.8.0" \
-            "distributed==2026.8.0" "duckdb==1.5.5" "duckdb-extension-httpfs==1.5.5" \
-            "boto3==1.43.117" "s3fs==2026.9.0" "awscli==1.46.3"; then
-        echo "installed numpy, tiledb, zarr, xarray and the clients of fragfs serve into $VENV"
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
+        touch "$VENV/.complete"
+        echo "installed the Python packages of $req into $VENV"
     else
-        echo "could not install numpy/tiledb into $VENV: the checks that need them will say so" >&2
+        echo "could not install the Python packages of $req into $VENV: the checks that need them will say so" >&2
     fi
 fi
-export FRAGFS_TEST_PYTHON="$PWD/$VENV/bin/python"
+export FRAGFS_TEST_PYTHON="$VENV/bin/python"
 # Tools the tests run, from Debian: GDAL reads the merged view's ENVI rasters and Zarr
 # (through the mount and over HTTP); curl, headless Chromium, rclone and davfs2 (mounted
 # where root and /dev/fuse allow) and libnfs's nfs-ls/nfs-cat/nfs-cp (an NFS client
-# that needs none in the kernel) are clients of `fragfs serve`.
+# that needs none in the kernel) are clients of `fragfs serve`; ncdump, h5dump and
+# tiffinfo read array.nc, array.h5 and values.tif.
 # "command:package" pairs; only the missing ones are installed, in one apt-get call.
 debs=()
 for pair in gdalinfo:gdal-bin curl:curl chromium:chromium rclone:rclone mount.davfs:davfs2 \
-    nfs-cat:libnfs-utils; do
+    nfs-cat:libnfs-utils ncdump:netcdf-bin h5dump:hdf5-tools tiffinfo:libtiff-tools; do
     command -v "${pair%%:*}" >/dev/null || debs+=("${pair#*:}")
 done
 if [ ${#debs[@]} -gt 0 ]; then

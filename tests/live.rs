@@ -5,7 +5,7 @@
 //! bytes every run, whether the kernel still holds the pages or asks fragfs again). The
 //! daemon survives all of it.
 //!
-//! Needs TileDB-Py (scripts/test.sh installs it into target/test-venv); without it the
+//! Needs TileDB-Py (scripts/test.sh installs it into a venv in the cargo home); without it the
 //! test says why and skips, except under CI=true.
 
 mod common;
