@@ -3,6 +3,11 @@
 # arrays on a real S3 server (s3s-fs, installed here), and (when ../shared is beside the
 # repo) the shared-corpus tests.
 #
+#   bash scripts/test.sh               the whole suite, its test binaries side by side
+#                                      (FRAGFS_TEST_LANES of them at once, default 3)
+#   bash scripts/test.sh ARGS...       `cargo test` of the suite's targets with ARGS,
+#                                      e.g. `--test zarr` or `-- some_test_name`
+#
 # The .npy / text checks need numpy, the live-mount test TileDB-Py, the Zarr checks
 # zarr-python and xarray: all are installed
 # here (from PyPI, scripts/test-requirements.txt) on first use, so a fresh machine needs
@@ -64,40 +69,26 @@ if [ -x "$s3s_bin" ]; then
 fi
 log=$(mktemp)
 skips=$(mktemp)
-soak_pid=""
-trap 'rm -f "$log" "$skips"; [ -z "$soak_pid" ] || kill "$soak_pid" 2>/dev/null || true' EXIT
+built=$(mktemp)
+trap 'rm -f "$log" "$skips" "$built"' EXIT
 # Tests that skip a check (no ../shared beside the repo, no FUSE, not root) say so here.
 export FRAGFS_SKIP_LOG="$skips"
 status=0
 # Every target but the benchmark baseline example (it has no tests).
 targets=(--lib --bins --tests --benches)
-soak_log=$(mktemp)
 if [ $# -eq 0 ]; then
-    # The soak test holds one mount under five minutes of load; the rest of the suite
-    # runs beside it (both are built first), so the suite takes its time once, not in
-    # sequence. Its own test binary runs it, from the repository as cargo would; the
-    # main run filters it out of that binary.
-    cargo test --no-run "${targets[@]}" || true
-    soak_bin=$(cargo test --no-run --test soak --message-format=json 2>/dev/null |
-        grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//' | tail -1)
-    if [ -x "$soak_bin" ]; then
-        echo "soak test running in the background: $soak_bin"
-        "$soak_bin" >"$soak_log" 2>&1 &
-        soak_pid=$!
-        set -- --skip a_mount_holds_under_a_long_mixed_load_with_a_writer
-        set -- -- "$@"
+    # The whole suite: built once, then its test binaries run side by side in lanes
+    # (scripts/run_tests.py), longest first, since most of them wait on mounts,
+    # readers and servers rather than compute; in sequence the suite took their sum.
+    cargo test --no-run "${targets[@]}" --message-format=json-render-diagnostics >"$built" ||
+        status=$?
+    if [ "$status" -eq 0 ]; then
+        python3 scripts/run_tests.py "$built" "${FRAGFS_TEST_LANES:-3}" 2>&1 | tee "$log" ||
+            status=$?
     fi
+else
+    cargo test --no-fail-fast "${targets[@]}" "$@" 2>&1 | tee "$log" || status=$?
 fi
-cargo test --no-fail-fast "${targets[@]}" "$@" 2>&1 | tee "$log" || status=$?
-if [ -n "$soak_pid" ]; then
-    soak_status=0
-    wait "$soak_pid" || soak_status=$?
-    echo "     Running the soak test (tests/soak.rs), which ran beside the rest"
-    cat "$soak_log" | tee -a "$log"
-    [ "$soak_status" -eq 0 ] || status=$soak_status
-    soak_pid=""
-fi
-rm -f "$soak_log"
 if [ -s "$skips" ]; then
     echo "skipped checks:"
     sed 's/^/  /' "$skips"

@@ -519,6 +519,26 @@ impl Face {
                 s3_error!(InternalError)
             })?
     }
+
+    /// The page a listing asks for, in either version's terms (`after`: v1's marker, or
+    /// v2's continuation token or start-after), with what it asked, decoded.
+    async fn page(
+        &self,
+        bucket: &str,
+        prefix: Option<&str>,
+        delimiter: Option<&str>,
+        after: Option<String>,
+        max_keys: Option<i32>,
+        encoding: Option<&s3s::dto::EncodingType>,
+    ) -> S3Result<(Listing, Listed)> {
+        self.0.check_bucket(bucket)?;
+        let asked = Listing::new(prefix, delimiter, after, max_keys, encoding)?;
+        self.blocking(move |b| {
+            let listed = b.list(&asked)?;
+            Ok((asked, listed))
+        })
+        .await
+    }
 }
 
 fn timestamp_of(t: SystemTime) -> Timestamp {
@@ -578,18 +598,15 @@ impl S3 for Face {
             (Some(t), Some(s)) => Some(t.max(s)),
             (t, s) => t.or(s),
         };
-        let asked = Listing::new(
-            input.prefix.as_deref(),
-            input.delimiter.as_deref(),
-            after,
-            input.max_keys,
-            input.encoding_type.as_ref(),
-        )?;
         let (asked, listed) = self
-            .blocking(move |b| {
-                let listed = b.list(&asked)?;
-                Ok((asked, listed))
-            })
+            .page(
+                &input.bucket,
+                input.prefix.as_deref(),
+                input.delimiter.as_deref(),
+                after,
+                input.max_keys,
+                input.encoding_type.as_ref(),
+            )
             .await?;
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(input.bucket),
@@ -613,19 +630,15 @@ impl S3 for Face {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let input = req.input;
-        self.0.check_bucket(&input.bucket)?;
-        let asked = Listing::new(
-            input.prefix.as_deref(),
-            input.delimiter.as_deref(),
-            input.marker.clone(),
-            input.max_keys,
-            input.encoding_type.as_ref(),
-        )?;
         let (asked, listed) = self
-            .blocking(move |b| {
-                let listed = b.list(&asked)?;
-                Ok((asked, listed))
-            })
+            .page(
+                &input.bucket,
+                input.prefix.as_deref(),
+                input.delimiter.as_deref(),
+                input.marker.clone(),
+                input.max_keys,
+                input.encoding_type.as_ref(),
+            )
             .await?;
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(input.bucket),
