@@ -149,59 +149,28 @@ fn every_file_of_the_fixtures_reads_the_same_over_http() {
 
 #[test]
 fn the_shared_corpus_reads_the_same_over_http() {
-    let Some(corpus) = shared_or_skip(shared_corpus()) else {
-        return;
-    };
-    let (arrays, merged) = corpus_files(&corpus);
-    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
-    assert_eq!(arrays.len(), 525);
-    let failures = std::sync::Mutex::new(Vec::new());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((array, expected)) = arrays.get(i) else {
-                    return;
-                };
-                let check = || -> Result<(), String> {
-                    let tree: Arc<dyn FileTree> =
-                        Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
-                    let server = serve(tree.clone(), None);
-                    let over = OverHttp(server.http_addr().unwrap());
-                    check_tree(&over, expected)?;
-                    if let Some(m) = merged.get(array) {
-                        check_merged(&over, m).map_err(|e| format!("merged: {e}"))?;
-                    }
-                    // A text file, streamed as it renders, as the tree reads it.
-                    let cells = tree.resolve("latest/cells.csv");
-                    if let Ok(node) = cells {
-                        if let Ok(bytes) = read_all(&*tree, node) {
-                            let r = get(over.0, "GET", "/latest/cells.csv", &[]);
-                            if r.status != 200 || r.body != bytes {
-                                return Err("latest/cells.csv differs".into());
-                            }
-                        }
-                    }
-                    Ok(())
-                };
-                if let Err(e) = check() {
-                    failures
-                        .lock()
-                        .unwrap()
-                        .push(format!("{}: {e}", array.display()));
-                }
-            });
+    let checked = check_corpus_arrays(4, |array, expected, merged| {
+        let tree: Arc<dyn FileTree> =
+            Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
+        let server = serve(tree.clone(), None);
+        let over = OverHttp(server.http_addr().unwrap());
+        check_tree(&over, expected)?;
+        if let Some(m) = merged {
+            check_merged(&over, m).map_err(|e| format!("merged: {e}"))?;
         }
+        // A text file, streamed as it renders, as the tree reads it.
+        let cells = tree.resolve("latest/cells.csv");
+        if let Ok(node) = cells {
+            if let Ok(bytes) = read_all(&*tree, node) {
+                let r = get(over.0, "GET", "/latest/cells.csv", &[]);
+                if r.status != 200 || r.body != bytes {
+                    return Err("latest/cells.csv differs".into());
+                }
+            }
+        }
+        Ok(())
     });
-    let failures = failures.into_inner().unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    println!("{} corpus arrays over HTTP", arrays.len());
+    println!("{checked} corpus arrays over HTTP");
 }
 
 #[test]

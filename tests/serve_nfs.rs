@@ -123,60 +123,29 @@ fn every_file_of_the_fixtures_reads_the_same_over_nfs() {
 
 #[test]
 fn the_shared_corpus_reads_the_same_over_nfs() {
-    let Some(corpus) = shared_or_skip(shared_corpus()) else {
-        return;
-    };
-    let (arrays, merged) = corpus_files(&corpus);
-    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
-    assert_eq!(arrays.len(), 525);
-    let failures = std::sync::Mutex::new(Vec::new());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((array, expected)) = arrays.get(i) else {
-                    return;
-                };
-                let check = || -> Result<(), String> {
-                    let tree: Arc<dyn FileTree> =
-                        Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
-                    let server = serve(tree.clone());
-                    let over = OverNfs(Client::connect(server.nfs_addr().unwrap())?);
-                    check_tree(&over, expected)?;
-                    if let Some(m) = merged.get(array) {
-                        check_merged(&over, m).map_err(|e| format!("merged: {e}"))?;
-                    }
-                    // A text file, sized on GETATTR, read as the tree reads it.
-                    if let Ok(node) = tree.resolve("latest/cells.csv") {
-                        if let Ok(bytes) = read_all(&*tree, node) {
-                            let fh = over.0.resolve("latest/cells.csv")?;
-                            let size = over.0.getattr(&fh).map_err(|s| format!("GETATTR {s}"))?;
-                            let got = over.0.read_all(&fh).map_err(|s| format!("READ {s}"))?;
-                            if got != bytes || size.size != bytes.len() as u64 {
-                                return Err("latest/cells.csv differs".into());
-                            }
-                        }
-                    }
-                    Ok(())
-                };
-                if let Err(e) = check() {
-                    failures
-                        .lock()
-                        .unwrap()
-                        .push(format!("{}: {e}", array.display()));
-                }
-            });
+    let checked = check_corpus_arrays(4, |array, expected, merged| {
+        let tree: Arc<dyn FileTree> =
+            Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
+        let server = serve(tree.clone());
+        let over = OverNfs(Client::connect(server.nfs_addr().unwrap())?);
+        check_tree(&over, expected)?;
+        if let Some(m) = merged {
+            check_merged(&over, m).map_err(|e| format!("merged: {e}"))?;
         }
+        // A text file, sized on GETATTR, read as the tree reads it.
+        if let Ok(node) = tree.resolve("latest/cells.csv") {
+            if let Ok(bytes) = read_all(&*tree, node) {
+                let fh = over.0.resolve("latest/cells.csv")?;
+                let size = over.0.getattr(&fh).map_err(|s| format!("GETATTR {s}"))?;
+                let got = over.0.read_all(&fh).map_err(|s| format!("READ {s}"))?;
+                if got != bytes || size.size != bytes.len() as u64 {
+                    return Err("latest/cells.csv differs".into());
+                }
+            }
+        }
+        Ok(())
     });
-    let failures = failures.into_inner().unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    println!("525 corpus arrays over NFS");
+    println!("{checked} corpus arrays over NFS");
 }
 
 /// libnfs's command-line tools, when installed (scripts/test.sh installs them).

@@ -970,3 +970,36 @@ pub fn sum_in_parallel<T: Sync>(
             .fold((0, 0), |s, x| (s.0 + x.0, s.1 + x.1))
     })
 }
+
+/// Runs `check` on every array of the shared corpus (with its merged truth, where there
+/// is one), `workers` at a time, and fails listing every array whose check failed.
+/// Skips, saying why, without the corpus; returns how many arrays were checked.
+pub fn check_corpus_arrays(
+    workers: usize,
+    check: impl Fn(&Path, &Value, Option<&Value>) -> Result<(), String> + Sync,
+) -> usize {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return 0;
+    };
+    let (arrays, merged) = corpus_files(&corpus);
+    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
+    assert_eq!(arrays.len(), 525);
+    let failures = std::sync::Mutex::new(Vec::new());
+    sum_in_parallel(&arrays, workers, |(array, expected)| {
+        if let Err(e) = check(array, expected, merged.get(array)) {
+            failures
+                .lock()
+                .unwrap()
+                .push(format!("{}: {e}", array.display()));
+        }
+        (0, 0)
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+    arrays.len()
+}
