@@ -240,13 +240,17 @@ pub enum Command {
         /// password (any user name).
         #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]
         token: Option<String>,
-        /// Serve the S3 API (one read-only bucket, path style) on this address.
+        /// Serve the S3 API (one read-only bucket) on this address.
         #[arg(long = "s3", value_name = "ADDR")]
         s3_api: Option<std::net::SocketAddr>,
         /// The S3 API's bucket name; default: the array folder's name made a valid
         /// bucket name (lowercase, [a-z0-9.-], 3-63 characters).
         #[arg(long, value_name = "NAME")]
         bucket: Option<String>,
+        /// Answer virtual-hosted-style S3 requests too, to hosts named
+        /// <bucket>.<DOMAIN> (path-style requests are answered whatever the host).
+        #[arg(long, value_name = "DOMAIN")]
+        s3_domain: Option<String>,
         /// The access key S3 clients sign with (SigV4); with --s3-secret-key.
         #[arg(long, env = "FRAGFS_S3_ACCESS_KEY", requires = "s3_secret_key")]
         s3_access_key: Option<String>,

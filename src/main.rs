@@ -161,6 +161,7 @@ fn run(command: Command) -> Result<()> {
             token,
             s3_api,
             bucket,
+            s3_domain,
             s3_access_key,
             s3_secret_key,
             insecure_listen,
@@ -189,6 +190,7 @@ fn run(command: Command) -> Result<()> {
                     s3_face: S3Face {
                         keys: s3_access_key.zip(s3_secret_key),
                         bucket,
+                        domain: s3_domain,
                     },
                     insecure_listen,
                     limits: Limits {

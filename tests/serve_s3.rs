@@ -31,6 +31,7 @@ fn serve(tree: Arc<dyn FileTree>, keys: bool) -> (Server, SocketAddr, String, So
         s3_face: S3Face {
             keys: keys.then(|| (ACCESS.into(), SECRET.into())),
             bucket: None,
+            domain: None,
         },
         ..Faces::default()
     };
@@ -1042,6 +1043,91 @@ fn two_servers_over_one_s3_array_answer_the_same_bytes_and_etags() {
     assert!(checked > 10, "{checked}");
     stop(&mut one);
     stop(&mut two);
+}
+
+/// `--s3-domain`: boto3 with virtual-hosted-style addressing (the bucket in the host
+/// name, signed with SigV4 over that host) reads what path-style requests read; the
+/// host names resolve to loopback inside the client (no DNS here).
+#[test]
+fn virtual_hosted_requests_name_the_bucket_in_the_host() {
+    let Some(python) = python_with("boto3") else {
+        return;
+    };
+    let (array, _) = fixture("consolidated");
+    let args = [
+        "--s3",
+        "127.0.0.1:0",
+        "--s3-domain",
+        "fragfs.test",
+        "--bucket",
+        "cells",
+        "--s3-access-key",
+        ACCESS,
+        "--s3-secret-key",
+        SECRET,
+    ];
+    let (mut child, url) = fragfs_serve(&array.to_string_lossy(), &args, &[]);
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let script = r#"
+import sys, json, socket, boto3
+from botocore.config import Config
+port, access, secret = sys.argv[1:4]
+real = socket.getaddrinfo
+asked = set()
+def loopback(host, *rest):
+    asked.add(host)
+    if host == "fragfs.test" or host.endswith(".fragfs.test"):
+        host = "127.0.0.1"
+    return real(host, *rest)
+socket.getaddrinfo = loopback
+def client(endpoint, style):
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id=access, aws_secret_access_key=secret,
+        config=Config(s3={"addressing_style": style}))
+out = {}
+for style, endpoint in [("virtual", f"http://fragfs.test:{port}"), ("path", f"http://127.0.0.1:{port}")]:
+    c = client(endpoint, style)
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket="cells", Prefix="latest/")["Contents"]]
+    body = c.get_object(Bucket="cells", Key="latest/cells.csv")["Body"]
+    out[style] = {"keys": keys, "cells": body.read().hex()}
+try:
+    client(f"http://fragfs.test:{port}", "virtual").list_objects_v2(Bucket="other")
+    out["other"] = "listed"
+except c.exceptions.NoSuchBucket:
+    out["other"] = "NoSuchBucket"
+out["hosts"] = sorted(asked)
+print(json.dumps(out))
+"#;
+    let out =
+        run_ok(anonymous(&mut Command::new(&python)).args(["-c", script, &port, ACCESS, SECRET]));
+    stop(&mut child);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let tree = open_view(&array, &fixture("consolidated").1).unwrap();
+    let cells = read_all(&tree, tree.resolve("latest/cells.csv").unwrap()).unwrap();
+    assert_eq!(v["virtual"]["cells"].as_str().unwrap(), hex(&cells));
+    assert_eq!(v["virtual"]["keys"], v["path"]["keys"]);
+    assert!(
+        v["virtual"]["keys"].as_array().unwrap().len() > 3,
+        "{}",
+        v["virtual"]["keys"]
+    );
+    assert_eq!(v["path"]["cells"], v["virtual"]["cells"]);
+    assert_eq!(v["other"], "NoSuchBucket");
+    // The virtual-hosted requests went to the bucket's own host name.
+    assert!(
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "cells.fragfs.test"),
+        "{}",
+        v["hosts"]
+    );
 }
 
 #[test]

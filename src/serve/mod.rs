@@ -202,7 +202,7 @@ impl Server {
             if let Ok(a) = listener.local_addr() {
                 server.s3 = Some((a, bucket.clone()));
             }
-            let service = s3api::service(tree.clone(), bucket, faces.s3_face.keys.clone());
+            let service = s3api::service(tree.clone(), bucket, &faces.s3_face);
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,
@@ -337,6 +337,14 @@ impl Faces {
                 return Err(Error::InvalidArgument(format!(
                     "--bucket {bucket:?} is not a bucket name (3-63 of a-z, 0-9, . and -, \
                      starting and ending with a letter or digit)"
+                )));
+            }
+        }
+        if let Some(domain) = &self.s3_face.domain {
+            if !s3api::valid_domain(domain) {
+                return Err(Error::InvalidArgument(format!(
+                    "--s3-domain {domain:?} is not a domain name (dot-separated labels of \
+                     letters, digits and -)"
                 )));
             }
         }

@@ -46,6 +46,9 @@ pub struct S3Face {
     pub keys: Option<(String, String)>,
     /// The bucket's name; by default [`bucket_name`] of the tree's source.
     pub bucket: Option<String>,
+    /// The domain of virtual-hosted-style requests (`<bucket>.<domain>`); path-style
+    /// requests are answered whatever the host.
+    pub domain: Option<String>,
 }
 
 /// Most keys a listing page holds, as S3 allows.
@@ -105,7 +108,7 @@ pub type Body = s3s::Body;
 pub fn service(
     tree: Arc<dyn FileTree>,
     bucket: String,
-    keys: Option<(String, String)>,
+    face: &S3Face,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
     Response = Response<Body>,
@@ -119,9 +122,14 @@ pub fn service(
         bucket,
         started: SystemTime::now(),
     })));
-    let signed = keys.is_some();
-    if let Some((access, secret)) = keys {
+    let signed = face.keys.is_some();
+    if let Some((access, secret)) = face.keys.clone() {
         builder.set_auth(s3s::auth::SimpleAuth::from_single(access, secret));
+    }
+    if let Some(domain) = &face.domain {
+        builder.set_host(Addressing {
+            domain: domain.to_ascii_lowercase(),
+        });
     }
     let s3 = builder.build();
     hyper::service::service_fn(move |mut req: Request<Incoming>| {
@@ -139,6 +147,57 @@ pub fn service(
             s3.call(req.map(Body::from)).await
         }
     })
+}
+
+/// Which requests are virtual-hosted: those whose host (without its port) is
+/// `<bucket>.<domain>`. Every other host is path-style, so clients that reach the face
+/// by its IP address or another name keep working (s3s's own `SingleDomain` would take
+/// such a host for a bucket name).
+struct Addressing {
+    domain: String,
+}
+
+impl s3s::host::S3Host for Addressing {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        let name = host_name(host);
+        let bucket = name
+            .len()
+            .checked_sub(self.domain.len() + 1)
+            .filter(|&at| {
+                name[at + 1..].eq_ignore_ascii_case(&self.domain) && name.as_bytes()[at] == b'.'
+            })
+            .map(|at| &name[..at]);
+        let vh = s3s::host::VirtualHost::new(self.domain.as_str());
+        Ok(match bucket {
+            Some(b) if !b.is_empty() => vh.with_bucket(b.to_ascii_lowercase()),
+            _ => vh,
+        })
+    }
+}
+
+/// A Host header's name: without its port, and without the brackets of an IPv6 address.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// Whether `domain` can be the domain of virtual-hosted-style requests: dot-separated
+/// labels of letters, digits and `-`.
+pub fn valid_domain(domain: &str) -> bool {
+    !domain.is_empty()
+        && domain.len() <= 253
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
 }
 
 /// S3 methods that change something (and carry a body): never served.
@@ -778,5 +837,40 @@ mod tests {
             assert!(valid_bucket(name), "{name}");
         }
         assert!(!valid_bucket("Not_A_Bucket"));
+    }
+
+    #[test]
+    fn virtual_hosts_name_the_bucket_and_other_hosts_are_path_style() {
+        use s3s::host::S3Host;
+        let a = Addressing {
+            domain: "s3.example.org".into(),
+        };
+        let bucket = |host: &str| {
+            a.parse_host_header(host)
+                .unwrap()
+                .bucket()
+                .map(str::to_string)
+        };
+        assert_eq!(
+            bucket("cells.s3.example.org:9000").as_deref(),
+            Some("cells")
+        );
+        assert_eq!(bucket("Cells.S3.Example.org").as_deref(), Some("cells"));
+        assert_eq!(bucket("a.b.s3.example.org").as_deref(), Some("a.b"));
+        for path_style in [
+            "s3.example.org:9000",
+            "s3.example.org",
+            "127.0.0.1:9000",
+            "[::1]:9000",
+            "xs3.example.org",
+            ".s3.example.org",
+            "localhost",
+        ] {
+            assert_eq!(bucket(path_style), None, "{path_style}");
+        }
+        assert!(valid_domain("s3.example.org") && valid_domain("localhost"));
+        for bad in ["", "a..b", "a_b.org", "a b", "s3.example.org:9000"] {
+            assert!(!valid_domain(bad), "{bad:?}");
+        }
     }
 }
