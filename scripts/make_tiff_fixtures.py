@@ -3,8 +3,9 @@
 whose rasters span several TIFF strips, and a 3-D array of every datatype a TIFF sample
 holds beside attributes it cannot.
 
-  tiff_strips  2-D dense r 1-6 (tile 2) x c 1-40000 (tile 10000): UINT16 (3 rows a
-               strip), FLOAT32 with fill -9999.5 (one 160 KB row a strip), INT8. Written
+  tiff_strips  2-D dense r 1-12 (tile 2) x c 1-40000 (tile 10000): UINT16 (3 rows a
+               strip), FLOAT32 with fill -9999.5 and a SHA-256 checksum (one 160 KB row
+               a strip), INT8. Written
                whole at 1; at 2 rows 3-4 of columns 1-10000 (one tile column: that
                fragment's values.bin is a raster, so it has a values.tif too); at 3
                columns 30001-40000 of rows 5-6. A window of rows reads its strips and
@@ -16,7 +17,7 @@ holds beside attributes it cannot.
 
 Per array, `<array>.expected.json` (make_feature_fixtures.py's `describe()`) and
 `<array>.merged.json` (scripts/make_merged_json.py: TileDB's reads at every timestamp),
-except for tiff_strips, whose 240,000 cells would make 30 MB of JSON: its tests read
+except for tiff_strips, whose 480,000 cells would make 60 MB of JSON: its tests read
 TileDB-Py's values of the same window instead.
 
 Usage: make_tiff_fixtures.py OUTDIR   (OUTDIR is deleted and rewritten)
@@ -36,16 +37,19 @@ import make_fixtures as mf  # noqa: E402
 import tiledb  # noqa: E402
 
 
-def zstd():
-    return tiledb.FilterList([tiledb.ByteShuffleFilter(), tiledb.ZstdFilter(level=7)])
+def zstd(checksum=False):
+    """Shuffled zstd; with a SHA-256 checksum, a damaged chunk cannot read as other
+    values (the corruption test needs an EIO, never wrong bytes)."""
+    filters = [tiledb.ByteShuffleFilter(), tiledb.ZstdFilter(level=7)]
+    return tiledb.FilterList(filters + ([tiledb.ChecksumSHA256Filter()] if checksum else []))
 
 
 def gen_tiff_strips(uri):
     meta = {}
-    dom = tiledb.Domain(tiledb.Dim("r", domain=(1, 6), tile=2, dtype=np.int32),
+    dom = tiledb.Domain(tiledb.Dim("r", domain=(1, 12), tile=2, dtype=np.int32),
                         tiledb.Dim("c", domain=(1, 40000), tile=10000, dtype=np.int32))
     attrs = [tiledb.Attr("u16", dtype=np.uint16, filters=zstd()),
-             tiledb.Attr("f32", dtype=np.float32, fill=-9999.5, filters=zstd()),
+             tiledb.Attr("f32", dtype=np.float32, fill=-9999.5, filters=zstd(checksum=True)),
              tiledb.Attr("i8", dtype=np.int8, filters=zstd())]
     schema = mf.mk_schema(meta, domain=dom, attrs=attrs, sparse=False)
     tiledb.Array.create(uri, schema)
@@ -57,12 +61,12 @@ def gen_tiff_strips(uri):
                 "i8": ((r + c + t) % 256 - 128).astype(np.int8)}
 
     with tiledb.open(uri, "w", timestamp=1) as A:
-        A[1:7, 1:40001] = data(1, 6, 1, 40000, 1)
+        A[1:13, 1:40001] = data(1, 12, 1, 40000, 1)
     with tiledb.open(uri, "w", timestamp=2) as A:
         A[3:5, 1:10001] = data(3, 4, 1, 10000, 2)
     with tiledb.open(uri, "w", timestamp=3) as A:
         A[5:7, 30001:40001] = data(5, 6, 30001, 40000, 3)
-    meta["notes"] = ("2-D dense r 1-6 (tile 2) x c 1-40000 (tile 10000), UINT16 / FLOAT32 (fill -9999.5) / "
+    meta["notes"] = ("2-D dense r 1-12 (tile 2) x c 1-40000 (tile 10000), UINT16 / FLOAT32 (fill -9999.5) / "
                      "INT8, written whole at 1, rows 3-4 x c 1-10000 at 2 (one tile column: a raster "
                      "fragment), rows 5-6 x c 30001-40000 at 3 (whole tiles: no padding): values.tif of several strips.")
     return meta
