@@ -247,41 +247,38 @@ print("fragment ok", got.shape)
 }
 
 /// A window of rows read by tifffile (through its Zarr store) and by GDAL
-/// (`gdal_translate -srcwin`) reads the header and the strips under it: it decodes no
-/// more chunks than reading the header and the whole tile row under the window's strip
-/// directly (and the next row, see below), at least those of the strip, and fewer than
-/// half the raster's. (Python reads
-/// the header as a buffer of 128 KiB, which in this small file reaches into row 0: its
-/// tiles are decoded too, for the direct reads as for tifffile; and it reads the strip
-/// in buffers of 128 KiB, past the strip's end, into the next row of the same tiles.)
+/// (`gdal_translate -srcwin`) reads the header and the strips under it. Through the
+/// kernel, reads come in blocks and with read-ahead (Python reads the header as a buffer
+/// of 128 KiB, which in this small file reaches into row 0, and the strip in buffers of
+/// 128 KiB, past its end), so the bounds are made by the view itself, without the kernel:
+/// at least the chunks that reading the strip alone decodes, at most those of the file up
+/// to two rows past the strip (rows 0-4: the tiles of r 1-4 and the first chunks of
+/// r 5-6), fewer than half the raster's (12 rows in 6 rows of tiles).
 #[test]
 fn a_window_decodes_only_the_tiles_under_its_strips() {
+    use fragfs::view::{ArrayTree, FileTree};
     let Some(python) = readers() else { return };
     // f32 rows are 160,000 bytes, one a strip; row 2 (r = 3) is in the tiles of r 3-4.
     let row = 160_000u64;
-    let whole = {
-        let m = mount_tiff("tiff_strips");
-        std::fs::read(m.path().join("latest/f32/values.bin")).unwrap();
-        m.view.chunks_decoded()
+    let decoded = |from_row: Option<u64>, to_row: u64| {
+        let t = ArrayTree::open_path(
+            &tiff_fixtures().join("tiff_strips"),
+            Default::default(),
+            16 << 20,
+        )
+        .unwrap();
+        let ino = t.resolve("latest/f32/values.tif").unwrap();
+        let data_at = t.stat(ino).unwrap().size - 12 * row;
+        // None: from the file's start, the header included.
+        let from = from_row.map_or(0, |r| data_at + r * row);
+        let got = t.read_at(ino, from, data_at + to_row * row - from).unwrap();
+        assert_eq!(got.len() as u64, data_at + to_row * row - from);
+        t.chunks_decoded()
     };
-    // The header block, then `rows` rows from row 2, read directly.
-    let direct = |rows: u64| {
-        use std::os::unix::fs::FileExt;
-        let m = mount_tiff("tiff_strips");
-        let path = m.path().join("latest/f32/values.tif");
-        let data_at = std::fs::metadata(&path).unwrap().len() - 12 * row;
-        let f = std::fs::File::open(path).unwrap();
-        let mut buf = vec![0u8; (rows * row) as usize];
-        f.read_exact_at(&mut buf[..128 << 10], 0).unwrap();
-        f.read_exact_at(&mut buf, data_at + 2 * row).unwrap();
-        m.view.chunks_decoded()
-    };
-    // Tifffile's buffered reads (and the kernel's read-ahead) run past the strip, into
-    // row 4 at most: the tiles of r 3-4 and the first of r 5-6.
-    let (strip, tiles) = (direct(1), direct(3));
+    let (strip, upper, whole) = (decoded(Some(2), 3), decoded(None, 5), decoded(None, 12));
     assert!(
-        strip > 0 && tiles < whole / 2,
-        "strip {strip}, tiles {tiles}, all {whole}"
+        strip > 0 && upper <= whole / 2,
+        "strip {strip}, upper {upper}, all {whole}"
     );
     let script = r#"
 import sys, numpy as np, tifffile, zarr
@@ -293,8 +290,8 @@ print(float(np.asarray(z[2:3, 100:200]).sum()))
     run_python(&python, script, &[m.path()]);
     let got = m.view.chunks_decoded();
     assert!(
-        strip <= got && got <= tiles,
-        "tifffile {got}: strip {strip}, tiles {tiles}"
+        strip <= got && got <= upper,
+        "tifffile {got}: strip {strip}, upper {upper}"
     );
     let m = mount_tiff("tiff_strips");
     let out = tempfile::tempdir().unwrap();
@@ -305,7 +302,10 @@ print(float(np.asarray(z[2:3, 100:200]).sum()))
             .arg(out.path().join("row.bin")),
     );
     let got = m.view.chunks_decoded();
-    assert!(got > 0 && got <= tiles, "GDAL {got}: tiles {tiles}");
+    assert!(
+        strip <= got && got <= upper,
+        "GDAL {got}: strip {strip}, upper {upper}"
+    );
     assert_eq!(
         std::fs::read(out.path().join("row.bin")).unwrap().len() as u64,
         row
