@@ -6,7 +6,8 @@
 //! state of every fixture (tests/fixtures/{tiledb,features,hilbert,soma,zarr,tiff}) and
 //! of every 16th array of the shared corpus. Also: a per-fragment values.tif, a window read decoding
 //! only the tiles under its strips, a damaged tile (EIO, the header and other fields
-//! still read), sizes from metadata, and what array.json / read.json say.
+//! still read), sizes from metadata, what array.json / read.json say, and the BigTIFF
+//! layout (forced on a small raster) read by tifffile, tiffinfo and GDAL.
 
 mod common;
 
@@ -452,4 +453,65 @@ fn array_json_and_read_json_say_what_is_left_out() {
         let r = json(&t, "latest/read.json")["tiff"].clone();
         assert_eq!(r["shown"], false, "{name}: {r}");
     }
+}
+
+/// The BigTIFF layout (used above 4 GiB, forced here on a small raster) read by tifffile,
+/// tiffinfo and GDAL: the header from `fragfs::view::tiff`, then the values, as the face
+/// serves them. 3 bands of 1000 x 300 UINT16 in 3 strips a band (436, 436, 128 rows).
+#[test]
+fn bigtiff_layout_reads_in_tifffile_tiffinfo_and_gdal() {
+    use fragfs::view::tiff::{Image, Layout, Sample};
+    let Some(python) = readers() else { return };
+    let image = Image {
+        bands: 3,
+        rows: 1000,
+        cols: 300,
+        sample: Sample::uint(16),
+        description: "big".into(),
+        nodata: Some("65535".into()),
+        origin: Some((10.0, 20.0)),
+    };
+    let l = Layout::with(image, true).unwrap();
+    assert!(l.big && l.strips_per_band == 3 && l.rows_per_strip == 436);
+    let mut file = Vec::new();
+    l.read_header(0, l.data_offset, &mut file);
+    let values: Vec<u16> = (0..3 * 1000 * 300u32)
+        .map(|i| (i * 7 % 65521) as u16)
+        .collect();
+    file.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    assert_eq!(file.len() as u64, l.file_len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.tif");
+    std::fs::write(&path, &file).unwrap();
+    let script = r#"
+import sys, numpy as np, tifffile
+with tifffile.TiffFile(sys.argv[1]) as t:
+    assert t.is_bigtiff
+    page = t.pages[0]
+    a = page.asarray()
+    want = (np.arange(3 * 1000 * 300, dtype=np.uint64) * 7 % 65521).astype(np.uint16)
+    assert a.shape == (3, 1000, 300) and a.dtype == np.uint16, (a.shape, a.dtype)
+    assert np.array_equal(a.ravel(), want)
+    assert page.nodata == 65535, page.nodata
+print("ok")
+"#;
+    assert_eq!(run_python(&python, script, &[&path]).trim(), "ok");
+    let info = run_ok(Command::new("tiffinfo").arg(&path));
+    // The first IFD at 16: a BigTIFF header (a classic one points to 8).
+    assert!(
+        info.contains("TIFF Directory at offset 0x10 (16)"),
+        "{info}"
+    );
+    assert!(
+        info.contains("Image Width: 300 Image Length: 1000"),
+        "{info}"
+    );
+    let g = run_ok(Command::new("gdalinfo").arg(&path));
+    assert!(g.contains("Size is 300, 1000"), "{g}");
+    assert!(g.contains("Band 3 Block=300x436 Type=UInt16"), "{g}");
+    assert!(g.contains("NoData Value=65535"), "{g}");
+    assert!(
+        g.contains("Origin = (10.000000000000000,20.000000000000000)"),
+        "{g}"
+    );
 }
