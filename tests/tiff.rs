@@ -4,9 +4,9 @@
 //! every earlier timestamp merged.json holds; libtiff's `tiffinfo` and GDAL's GTiff
 //! driver (`gdalinfo -json`, `gdal_translate -of ENVI`) on every values.tif of the latest
 //! state of every fixture (tests/fixtures/{tiledb,features,hilbert,soma,zarr,tiff}) and
-//! of every 16th array of the shared corpus. Also: a per-fragment values.tif, a window read decoding
-//! only the tiles under its strips, a damaged tile (EIO, the header and other fields
-//! still read), sizes from metadata, what array.json / read.json say, and the BigTIFF
+//! of every 16th array of the shared corpus. Also: a per-fragment values.tif, a window
+//! read decoding only the tiles under its strips, a damaged tile (EIO, the header and
+//! other fields still read), sizes from metadata, what array.json / read.json say, and the BigTIFF
 //! layout (forced on a small raster) read by tifffile, tiffinfo and GDAL.
 
 mod common;
