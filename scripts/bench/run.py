@@ -54,7 +54,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "squash", "s3", "serve", "decode"]
+            "zarr", "legacy", "squash", "s3", "serve", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -795,6 +795,48 @@ def zarr_section(rep: Report, repeat: int) -> None:
             f"local Zarr {rate(nbytes, z)}", z / f)
 
 
+def legacy(rep: Report, repeat: int) -> None:
+    """The files legacy tools open, over the 8192 x 8192 float64 attribute of the grid
+    array: tifffile reading latest/walk/values.tif whole vs TileDB-Py `A[:]` (both cold,
+    each in its own process; a CRC checks they read the same values), and `ls -l` of
+    the state folder and the field folder holding the file, cold through a fresh mount:
+    sizes from metadata, no tile decoded (target < 50 ms)."""
+    f_runs, t_runs = [], []
+    for _ in range(max(repeat, ZARR_RUNS)):
+        settle()
+        with fragfs_foreground(GRID):
+            got = tdb("tiff", str(MNT / "latest" / "walk" / "values.tif"))
+        f_runs.append(got["seconds"])
+        settle()
+        want = tdb("whole", str(GRID), "walk")
+        t_runs.append(want["seconds"])
+        if want["bytes"] != got["bytes"]:
+            raise RuntimeError(f"tiff: tifffile read {got['bytes']} bytes, TileDB-Py {want['bytes']}")
+    nbytes = got["bytes"]
+    f, t = median(f_runs), median(t_runs)
+    rep.details["legacy_tiff"] = {"bytes": nbytes, "fragfs": f_runs, "tiledb": t_runs}
+    rep.row(f"tifffile whole 8192x8192 f64 via latest/walk/values.tif ({nbytes // MIB} MiB, "
+            f"{len(f_runs)} runs) vs TileDB-Py A[:]", rate(nbytes, f),
+            f"TileDB-Py {rate(nbytes, t)}", t / f, target=("≥ 1.00", lambda r: r >= 1.0))
+    disk = []
+    for _ in range(repeat):
+        drop_caches()
+        disk.append(timed(["ls", "-l", GRID]))
+    d = median(disk)
+    for name, path in [("latest/", MNT / "latest"), ("latest/walk/", MNT / "latest" / "walk")]:
+        runs = []
+        for _ in range(repeat):
+            settle()
+            with fragfs_foreground(GRID):
+                drop_caches()
+                runs.append(timed(["ls", "-l", path]))
+        m = median(runs)
+        rep.details[f"legacy_ls_{name}"] = {"fragfs": runs, "disk": disk}
+        rep.row(f"ls -l {name} of the grid array (values.tif among its files), cold, "
+                "vs ls -l of the array on disk", secs(m), f"disk {secs(d)}", d / m,
+                target=("< 50 ms", lambda _r, m=m: m < 0.05))
+
+
 # mksquashfs options per TileDB filter: the same codec (zstd at its default level 3,
 # which TileDB uses too), 64 KiB blocks; unfiltered data in an uncompressed image.
 SQUASH_CODEC = {"ZSTD": ["-comp", "zstd", "-Xcompression-level", "3"],
@@ -1315,7 +1357,7 @@ def main() -> None:
             else:
                 {"random": random_reads, "rss": rss, "many": many, "listing": listing,
                  "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
-                 "zarr": zarr_section,
+                 "zarr": zarr_section, "legacy": legacy,
                  "squash": squash, "s3": s3, "serve": serve_section}[name](rep, args.repeat)
     finally:
         unmount()

@@ -134,6 +134,16 @@ def zarr_whole(path: str) -> dict:
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
 
 
+def tiff_whole(path: str) -> dict:
+    import tifffile  # only this measurement needs it
+
+    drop_caches()
+    t0 = time.perf_counter()
+    values = tifffile.imread(path)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
+
+
 def upload(folder: str, uri: str) -> dict:
     """PUTs every file of `folder` under `uri`. A server answers a GET with the ETag it
     stored at upload, as S3 does; s3s-fs computes it by hashing the whole object on every
@@ -168,6 +178,8 @@ def main() -> None:
         out = first(args[1], args[2], int(args[3]))
     elif args[:1] == ["zarr"] and len(args) == 2:
         out = zarr_whole(args[1])
+    elif args[:1] == ["tiff"] and len(args) == 2:
+        out = tiff_whole(args[1])
     elif args[:1] == ["upload"] and len(args) == 3:
         out = upload(args[1], args[2])
     else:

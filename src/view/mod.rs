@@ -14,6 +14,7 @@ pub mod npy;
 pub mod prefetch;
 pub mod subtree;
 pub mod text;
+pub mod tiff;
 pub mod tiledb;
 pub mod value;
 

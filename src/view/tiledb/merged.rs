@@ -146,6 +146,7 @@ impl ArrayTree {
             "deletes_applied": deletes,
             "fill_values": fill,
             "enumerations": self.enumerations_json(super::Folder::State(w))?,
+            "tiff": super::faces::tiff_state_summary(&merged.schema, merged.non_empty_domain().and(merged.shape()).as_deref()),
         }))
     }
 }

@@ -16,11 +16,14 @@ mod raw;
 mod rendered;
 mod spliced;
 mod text;
+mod tiff;
 
 use super::{ArrayTree, FieldOf, Folder};
 use crate::error::Result;
 use crate::view::nodes::Ino;
 use crate::view::Lifetime;
+
+pub(super) use tiff::{state_summary as tiff_state_summary, summary as tiff_summary};
 
 /// Where a face's file is: the tree, the file's inode number (the key of what the views
 /// cache for it) and its folder (a field, or a fragment or state folder).
@@ -65,13 +68,14 @@ pub(super) struct FaceId(u8);
 
 /// The files of a field folder, in listing order (the `enumeration/` folder of an
 /// enumerated attribute follows them).
-static FIELD_FACES: [&dyn Face<FieldOf>; 6] = [
+static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
     &raw::VALUES,
     &raw::OFFSETS,
     &raw::VALIDITY,
     &npy::NPY,
     &text::VALUES_TXT,
     &envi::ENVI_HDR,
+    &tiff::VALUES_TIF,
 ];
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
