@@ -143,6 +143,10 @@ impl ArrayTree {
                     let mut value = json::array(&array);
                     if let Some(map) = value.as_object_mut() {
                         map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
+                        map.insert(
+                            "netcdf".into(),
+                            faces::netcdf::summary(&array.latest_schema().schema),
+                        );
                     }
                     value
                 }
