@@ -8,7 +8,7 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,squash,s3,serve,decode (default: all)
+#                   pointcloud,ttfb,zarr,squash,s3,serve,decode,legacy (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,squash,s3,serve,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,squash,s3,serve,decode,legacy"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -100,13 +100,14 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, netCDF4' 2>/dev/null; then
     step "creating $VENV with TileDB-Py, zarr-python and the clients of fragfs serve"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
         "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6" \
-        "fsspec==2026.9.0" "aiohttp==3.14.5" "boto3==1.43.117" "requests==2.34.2"
+        "fsspec==2026.9.0" "aiohttp==3.14.5" "boto3==1.43.117" "requests==2.34.2" \
+        "netCDF4==1.7.5.1.post1"
 fi
 
 # --- binaries
