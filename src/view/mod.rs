@@ -9,6 +9,7 @@ pub mod group;
 pub mod info;
 pub mod locks;
 pub mod names;
+pub mod netcdf;
 pub mod nodes;
 pub mod npy;
 pub mod prefetch;

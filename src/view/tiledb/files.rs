@@ -145,6 +145,10 @@ impl ArrayTree {
                         map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
                         let tiff = super::faces::tiff_summary(&array.latest_schema().schema);
                         map.insert("tiff".into(), tiff);
+                        map.insert(
+                            "netcdf".into(),
+                            faces::netcdf::summary(&array.latest_schema().schema),
+                        );
                     }
                     value
                 }

@@ -147,6 +147,7 @@ impl ArrayTree {
             "fill_values": fill,
             "enumerations": self.enumerations_json(super::Folder::State(w))?,
             "tiff": super::faces::tiff_state_summary(&merged.schema, merged.non_empty_domain().and(merged.shape()).as_deref()),
+            "netcdf": self.netcdf_plan(w)?.summary(true),
         }))
     }
 }

@@ -11,6 +11,7 @@
 
 mod envi;
 mod field;
+pub(super) mod netcdf;
 mod npy;
 mod raw;
 mod rendered;
@@ -80,11 +81,12 @@ static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
 /// folders follow them).
-static FOLDER_FACES: [&dyn Face<Folder>; 4] = [
+static FOLDER_FACES: [&dyn Face<Folder>; 5] = [
     &rendered::FOOTER_JSON,
     &rendered::TILES_JSON,
     &rendered::READ_JSON,
     &text::CELLS_CSV,
+    &netcdf::ARRAY_NC,
 ];
 
 /// One table of faces, and the ids of its entries.
