@@ -143,6 +143,8 @@ impl ArrayTree {
                     let mut value = json::array(&array);
                     if let Some(map) = value.as_object_mut() {
                         map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
+                        let hdf5 = super::faces::hdf5_summary(&array.latest_schema().schema);
+                        map.insert("hdf5".into(), hdf5);
                     }
                     value
                 }

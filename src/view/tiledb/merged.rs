@@ -146,6 +146,7 @@ impl ArrayTree {
             "deletes_applied": deletes,
             "fill_values": fill,
             "enumerations": self.enumerations_json(super::Folder::State(w))?,
+            "hdf5": super::faces::hdf5_summary(&merged.schema),
         }))
     }
 }

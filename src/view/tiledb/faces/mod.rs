@@ -11,6 +11,7 @@
 
 mod envi;
 mod field;
+mod hdf5;
 mod npy;
 mod raw;
 mod rendered;
@@ -21,6 +22,8 @@ use super::{ArrayTree, FieldOf, Folder};
 use crate::error::Result;
 use crate::view::nodes::Ino;
 use crate::view::Lifetime;
+
+pub(super) use hdf5::summary as hdf5_summary;
 
 /// Where a face's file is: the tree, the file's inode number (the key of what the views
 /// cache for it) and its folder (a field, or a fragment or state folder).
@@ -76,11 +79,12 @@ static FIELD_FACES: [&dyn Face<FieldOf>; 6] = [
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
 /// folders follow them).
-static FOLDER_FACES: [&dyn Face<Folder>; 4] = [
+static FOLDER_FACES: [&dyn Face<Folder>; 5] = [
     &rendered::FOOTER_JSON,
     &rendered::TILES_JSON,
     &rendered::READ_JSON,
     &text::CELLS_CSV,
+    &hdf5::ARRAY_H5,
 ];
 
 /// One table of faces, and the ids of its entries.
