@@ -159,10 +159,13 @@ def check_state(spec, merged, state, tools, stats):
                 if b" since 1970-01-01T00:00:00" not in ds.attrs["units"]:
                     fail(where, "%s: units %r" % (name, ds.attrs["units"]))
             scales = [list(dim.keys()) for dim in ds.dims]
-            if scales[: len(axes)] != [[a] for a in axes] or any(scales[len(axes):]):
+            want_scales = [[a] for a in axes] + ([[name + "_values"]] if extra(f) else [])
+            if scales != want_scales:
                 fail(where, "%s: dimension scales %s, expected %s" % (name, scales, axes))
             if any(not np.array_equal(dim[0][...], h[a][...]) for dim, a in zip(ds.dims, axes)):
                 fail(where, "%s: a dimension scale is not %s" % (name, axes))
+            if extra(f) and not np.array_equal(h[name + "_values"][...], np.arange(extra(f))):
+                fail(where, "%s_values is not 0..%d" % (name, extra(f)))
             if f["role"] == "attribute":
                 fill = fill_of(f, read)
                 if fill is not None:

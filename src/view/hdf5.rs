@@ -209,6 +209,10 @@ pub struct Dataset {
     pub scale: Option<String>,
     /// Per dimension, the index of the dataset that is its scale (empty: none named).
     pub dims: Vec<Option<usize>>,
+    /// Bytes the data region keeps for the data, if more than they take (zeros after
+    /// them): a sparse state's regions are laid out for an upper bound of its cell
+    /// count, so the file's size is known before the cells are counted.
+    pub reserve: Option<u64>,
 }
 
 impl Dataset {
@@ -241,14 +245,14 @@ pub struct Regions {
 }
 
 /// The data regions of `datasets`: from the end of the superblock, each on a multiple
-/// of [`DATA_ALIGN`], in order.
+/// of [`DATA_ALIGN`], in order, each as long as its data or its reserve.
 pub fn regions(datasets: &[Dataset]) -> Result<Regions, String> {
     let mut at = SUPERBLOCK_LEN;
     let mut spans = Vec::with_capacity(datasets.len());
     for d in datasets {
         let size = d.data_size()?;
         let end = at
-            .checked_add(size)
+            .checked_add(size.max(d.reserve.unwrap_or(0)))
             .and_then(|e| e.checked_next_multiple_of(DATA_ALIGN))
             .ok_or_else(|| format!("{}: the file's size overflows", d.name))?;
         spans.push((at, size));
@@ -710,7 +714,32 @@ mod tests {
             attrs: vec![],
             scale: None,
             dims: vec![],
+            reserve: None,
         }
+    }
+
+    #[test]
+    fn a_reserve_keeps_room_after_the_data() {
+        let mut a = f64_dataset("a", 1);
+        a.reserve = Some(40);
+        let r = regions(&[a, f64_dataset("b", 1)]).unwrap();
+        assert_eq!(r.spans, vec![(48, 8), (88, 8)]);
+        assert_eq!(
+            pieces(&r, 60, 50, 40),
+            vec![
+                Piece::Data {
+                    index: 0,
+                    from: 2,
+                    len: 6
+                },
+                Piece::Zero(32),
+                Piece::Data {
+                    index: 1,
+                    from: 0,
+                    len: 2
+                },
+            ]
+        );
     }
 
     #[test]

@@ -139,7 +139,10 @@ pub(in crate::view::tiledb) fn summary(schema: &ArraySchema) -> Value {
     for (name, t, n, nullable) in dims.chain(attrs) {
         let shown = names::encode(name);
         match field_type(t, n) {
-            Ok(_) => {
+            Ok((_, extra)) => {
+                if extra.is_some() {
+                    datasets.push(json!(format!("{shown}_values")));
+                }
                 datasets.push(json!(shown));
                 if nullable {
                     datasets.push(json!(format!("{shown}_validity")));
@@ -153,8 +156,11 @@ pub(in crate::view::tiledb) fn summary(schema: &ArraySchema) -> Value {
     json!({ "file": NAME, "datasets": datasets, "left_out": left_out })
 }
 
-/// The datasets of state `merged` and where their data come from.
-fn plan(merged: &Merged) -> Result<Plan> {
+/// The datasets of state `merged` and where their data come from. A sparse state's
+/// data regions are laid out for the cells of its fragments (an upper bound of its cell
+/// count, from metadata), so the file's size is known before the cells are counted;
+/// `counted`: the datasets have the counted cells (else that bound, for sizing only).
+fn plan(merged: &Merged, counted: bool) -> Result<Plan> {
     let mut names = Names(BTreeSet::new());
     // Field datasets keep their own names; only what fragfs adds yields.
     for f in &merged.fields {
@@ -163,6 +169,7 @@ fn plan(merged: &Merged) -> Result<Plan> {
     let mut datasets = Vec::new();
     let mut sources = Vec::new();
     let dense = merged.is_dense();
+    let mut bound: Option<u64> = None;
     // The dimension scales every field dataset is laid along.
     let (axes, cells): (Vec<Option<usize>>, Vec<u64>) = if dense {
         let shape = merged
@@ -198,6 +205,7 @@ fn plan(merged: &Merged) -> Result<Plan> {
                 attrs,
                 scale: Some(name),
                 dims: vec![],
+                reserve: None,
             });
             sources.push(Source::Counting {
                 low,
@@ -206,7 +214,16 @@ fn plan(merged: &Merged) -> Result<Plan> {
         }
         (axes, shape)
     } else {
-        let n = merged.cell_count()?;
+        bound = Some(
+            merged
+                .sources
+                .iter()
+                .fold(0u64, |n, s| n.saturating_add(s.meta.cell_count())),
+        );
+        let n = match counted {
+            true => merged.cell_count()?,
+            false => bound.unwrap_or(0),
+        };
         let name = names.take("cells".into());
         let axes = vec![Some(datasets.len())];
         datasets.push(Dataset {
@@ -223,6 +240,7 @@ fn plan(merged: &Merged) -> Result<Plan> {
             )],
             scale: Some(name),
             dims: vec![],
+            reserve: None,
         });
         sources.push(Source::Counting { low: 0, size: 8 });
         (axes, vec![n])
@@ -238,20 +256,42 @@ fn plan(merged: &Merged) -> Result<Plan> {
         let mut shape = cells.clone();
         let mut dims = axes.clone();
         if let Some(n) = extra {
+            // The values of a cell: a dimension scale of its own, `0..n` (netCDF-4
+            // readers need a scale on every dimension once a dataset names any).
+            let scale = names.take(format!("{name}_values"));
+            dims.push(Some(datasets.len()));
+            datasets.push(Dataset {
+                name: scale.clone(),
+                dtype: H5Type::Int {
+                    size: 4,
+                    signed: false,
+                },
+                shape: vec![n],
+                fill: None,
+                attrs: vec![Attr::text(
+                    "long_name",
+                    &format!("value number within a cell of {name}"),
+                )],
+                scale: Some(scale),
+                dims: vec![],
+                reserve: None,
+            });
+            sources.push(Source::Counting { low: 0, size: 4 });
             shape.push(n);
-            dims.push(None);
         }
         let mut attrs = vec![Attr::text("tiledb_datatype", f.datatype.name())];
         if let Some(units) = cf_units(f.datatype) {
             attrs.push(Attr::text("units", &units));
         }
-        // One element of the fill cell: the Fill Value message, and `_FillValue` for
-        // numbers (netCDF's name for it).
+        // One element of the fill cell: the Fill Value message and `_FillValue`
+        // (netCDF's name for it), for numbers. Strings have none: netCDF-C reads a fixed
+        // string dataset as NC_STRING and takes its fill value for a pointer.
         let element = dtype.size() as usize;
-        let fill = (f.role == FieldRole::Attribute)
+        let number = matches!(dtype, H5Type::Int { .. } | H5Type::Float { .. });
+        let fill = (f.role == FieldRole::Attribute && number)
             .then(|| f.fill.get(..element).map(<[u8]>::to_vec))
             .flatten();
-        if let (Some(v), H5Type::Int { .. } | H5Type::Float { .. }) = (&fill, &dtype) {
+        if let Some(v) = &fill {
             attrs.push(Attr::scalar("_FillValue", dtype.clone(), v.clone()));
         }
         datasets.push(Dataset {
@@ -262,6 +302,7 @@ fn plan(merged: &Merged) -> Result<Plan> {
             attrs,
             scale: None,
             dims,
+            reserve: None,
         });
         sources.push(Source::Raw(i, RawFile::Values));
         if f.nullable {
@@ -280,8 +321,17 @@ fn plan(merged: &Merged) -> Result<Plan> {
                 )],
                 scale: None,
                 dims: axes.clone(),
+                reserve: None,
             });
             sources.push(Source::Raw(i, RawFile::Validity));
+        }
+    }
+    if let Some(cells) = bound {
+        for d in &mut datasets {
+            let per_cell = d.shape[1..]
+                .iter()
+                .fold(u64::from(d.dtype.size()), |n, &k| n.saturating_mul(k));
+            d.reserve = Some(cells.saturating_mul(per_cell));
         }
     }
     Ok(Plan {
@@ -408,7 +458,7 @@ impl ArrayH5 {
         crate::view::cache::Rendered,
     )> {
         let merged = at.tree.merged(state(at)?)?;
-        let plan = plan(&merged)?;
+        let plan = plan(&merged, true)?;
         let regions = hdf5::regions(&plan.file.datasets).map_err(corrupt)?;
         let generation = at.tree.generation_of(at.place);
         let meta = at.tree.rendered(at.ino, generation, || {
@@ -430,11 +480,21 @@ impl Face<Folder> for ArrayH5 {
     }
 
     fn known_size(&self, at: &At<'_, Folder>) -> Result<Option<u64>> {
-        // A sparse state's datasets are as long as its cell count: known once counted.
-        if !at.tree.merged(state(at)?)?.counted() {
-            return Ok(None);
+        let merged = at.tree.merged(state(at)?)?;
+        if merged.counted() {
+            return self.size(at).map(Some);
         }
-        self.size(at).map(Some)
+        // Not counted yet: the regions follow from the bound, and the metadata's length
+        // does not depend on the count (every number in it has a fixed width). libhdf5
+        // needs the size at open: it compares it with the superblock's end of file.
+        let plan = plan(&merged, false)?;
+        let regions = hdf5::regions(&plan.file.datasets).map_err(corrupt)?;
+        let mut file = plan.file;
+        file.root_attrs = root_attrs(at.tree, &merged);
+        let meta = hdf5::metadata(&file, &regions).map_err(corrupt)?;
+        Ok(Some(
+            regions.end + (meta.len() as u64).saturating_sub(hdf5::SUPERBLOCK_LEN),
+        ))
     }
 
     fn size(&self, at: &At<'_, Folder>) -> Result<u64> {
