@@ -54,7 +54,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "squash", "s3", "serve", "decode"]
+            "zarr", "legacy", "squash", "s3", "serve", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -795,6 +795,35 @@ def zarr_section(rep: Report, repeat: int) -> None:
             f"local Zarr {rate(nbytes, z)}", z / f)
 
 
+def legacy(rep: Report, repeat: int) -> None:
+    """The files legacy tools open, each read whole by its own reader from the mount vs
+    TileDB-Py `A[:]` of the same 8192 x 8192 float64 attribute (cold, each in its own
+    process): h5py from latest/array.h5; and `ls -l latest/` (the state folder that holds
+    them) through a fresh mount, cold: metadata only (target < 50 ms)."""
+    h_runs, t_runs, ls_runs = [], [], []
+    for _ in range(max(repeat, ZARR_RUNS)):
+        settle()
+        with fragfs_foreground(GRID):
+            got = tdb("h5", str(MNT / "latest" / "array.h5"), "walk")
+        h_runs.append(got["seconds"])
+        settle()
+        t_runs.append(tdb("whole", str(GRID), "walk")["seconds"])
+    for _ in range(repeat):
+        settle()
+        with fragfs_foreground(GRID):
+            drop_caches()
+            ls_runs.append(timed(["ls", "-l", MNT / "latest"]))
+    nbytes = got["bytes"]
+    h, t, ls = median(h_runs), median(t_runs), median(ls_runs)
+    rep.details["legacy"] = {"bytes": nbytes, "h5py": h_runs, "tiledb": t_runs, "ls": ls_runs}
+    rep.row(f"h5py whole 8192x8192 f64 via latest/array.h5 ({nbytes // MIB} MiB, "
+            f"{len(h_runs)} runs) vs TileDB-Py A[:]", rate(nbytes, h),
+            f"TileDB-Py {rate(nbytes, t)}", t / h, target=("≥ 1.00", lambda r: r >= 1.0))
+    rep.row("ls -l latest/ (array.h5 among its files), cold, vs the 50 ms target", secs(ls),
+            "50 ms", 0.05 / ls,
+            target=("< 50 ms", lambda _r, ls=ls: ls < 0.05))
+
+
 # mksquashfs options per TileDB filter: the same codec (zstd at its default level 3,
 # which TileDB uses too), 64 KiB blocks; unfiltered data in an uncompressed image.
 SQUASH_CODEC = {"ZSTD": ["-comp", "zstd", "-Xcompression-level", "3"],
@@ -1315,7 +1344,7 @@ def main() -> None:
             else:
                 {"random": random_reads, "rss": rss, "many": many, "listing": listing,
                  "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
-                 "zarr": zarr_section,
+                 "zarr": zarr_section, "legacy": legacy,
                  "squash": squash, "s3": s3, "serve": serve_section}[name](rep, args.repeat)
     finally:
         unmount()

@@ -13,6 +13,8 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
                                                # order; CRC-32 per field
     python tdb.py first  <uri> <attr> <T>      # seconds to open at timestamp T and read
                                                # the first cell (time to first byte)
+    python tdb.py h5     <file> <dataset>      # seconds for h5py to open + read a whole
+                                               # dataset (array.h5 of the mount)
     python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
                                                # whole Zarr array (a mount's or a copy)
     python tdb.py upload <folder> <s3-uri>     # copies a local folder's files to S3 by
@@ -134,6 +136,17 @@ def zarr_whole(path: str) -> dict:
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
 
 
+def h5_whole(path: str, dataset: str) -> dict:
+    import h5py  # only this measurement needs it
+
+    drop_caches()
+    t0 = time.perf_counter()
+    with h5py.File(path, "r") as f:
+        values = f[dataset][...]
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
+
+
 def upload(folder: str, uri: str) -> dict:
     """PUTs every file of `folder` under `uri`. A server answers a GET with the ETag it
     stored at upload, as S3 does; s3s-fs computes it by hashing the whole object on every
@@ -168,6 +181,8 @@ def main() -> None:
         out = first(args[1], args[2], int(args[3]))
     elif args[:1] == ["zarr"] and len(args) == 2:
         out = zarr_whole(args[1])
+    elif args[:1] == ["h5"] and len(args) == 3:
+        out = h5_whole(args[1], args[2])
     elif args[:1] == ["upload"] and len(args) == 3:
         out = upload(args[1], args[2])
     else:
