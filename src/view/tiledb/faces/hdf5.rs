@@ -343,13 +343,15 @@ fn plan(merged: &Merged, counted: bool) -> Result<Plan> {
     })
 }
 
-/// The root group's attributes: the array and state, and the array's metadata
+/// The root group's attributes: the array's schema and the state, and the array's metadata
 /// (numbers and text as attributes of their own; other values, and any too large for a
 /// header message, as JSON in `tiledb_metadata_other`).
 fn root_attrs(tree: &ArrayTree, merged: &Merged) -> Vec<Attr> {
     let array = tree.array();
+    // The array is named by its schema, not its location: the file's bytes depend on
+    // the array alone (a copy elsewhere, or S3, serves the same bytes and ETags).
     let mut attrs = vec![
-        Attr::text("tiledb_array", &array.location()),
+        Attr::text("tiledb_schema", &merged.schema_name),
         Attr::text(
             "tiledb_state",
             &merged
