@@ -3,8 +3,9 @@ h5dump and GDAL's HDF5 driver against what TileDB reads.
 
 Usage: check_hdf5.py SPEC.json
 SPEC is a list of {"mount", "array", "merged", "tools"}: a mount of ARRAY, its
-<array>.merged.json (TileDB's reads of every state) and whether to run the CLI tools
-(h5dump, gdalinfo, gdal_translate) on it too. For every state TileDB could read:
+<array>.merged.json (TileDB's reads of every state) and where to run the CLI tools
+(h5dump, gdalinfo, gdal_translate) too: null (nowhere), "latest", "latest+earliest"
+(and the earliest at/<T>/). For every state TileDB could read:
 
 * the file opens in h5py; the root group names the array and the state;
 * dense: one 1-D dataset per dimension, lower..upper of the state's non-empty domain,
@@ -253,7 +254,9 @@ def main():
             if "error" in state:
                 continue
             # The CLI tools at the latest state and the earliest at/<T>/.
-            tools = spec.get("tools") and (state["timestamp"] is None or states == 1)
+            when = spec.get("tools") or ""
+            tools = (state["timestamp"] is None and "latest" in when) or (
+                states == 1 and "earliest" in when)
             check_state(spec, merged, state, tools, stats)
             states += 1
         print("ok %s: %d states, %d values, %d h5dump, %d gdal"
