@@ -19,21 +19,6 @@ use common::mounting::*;
 use common::*;
 use serde_json::Value;
 
-/// Whether `ncdump` runs here (it has no `--version`: without arguments it prints its
-/// usage); when not, says why and skips, except under CI=true.
-fn ncdump_available() -> bool {
-    if Command::new("ncdump").output().is_ok() {
-        return true;
-    }
-    let reason = "ncdump is not installed (scripts/test.sh installs netcdf-bin)";
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but {reason}"
-    );
-    skip(reason);
-    false
-}
-
 /// Mounts the arrays a batch at a time and runs tests/check_netcdf.py over each batch
 /// (one Python process per batch), the CLI tools on every `cli_every`-th array;
 /// returns the arrays checked.
@@ -101,7 +86,7 @@ fn with_merged(dir: &Path) -> (JsonFiles, JsonFiles) {
 #[test]
 fn fixtures_read_in_netcdf4_xarray_and_ncdump_as_tiledb_reads_them() {
     if !fuse_available("netCDF readers through the mount")
-        || !ncdump_available()
+        || !tool_available("ncdump", "ncdump -h / -v of array.nc")
         || !tool_available("gdalinfo", "GDAL's netCDF driver on the fixtures")
     {
         return;

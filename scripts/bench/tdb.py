@@ -13,6 +13,8 @@ overlap a fragfs measurement. Prints one JSON object on stdout.
                                                # order; CRC-32 per field
     python tdb.py first  <uri> <attr> <T>      # seconds to open at timestamp T and read
                                                # the first cell (time to first byte)
+    python tdb.py h5     <file> <dataset>      # seconds for h5py to open + read a whole
+                                               # dataset (array.h5 of the mount)
     python tdb.py zarr   <path>                # seconds for zarr-python to open + read a
                                                # whole Zarr array (a mount's or a copy)
     python tdb.py upload <folder> <s3-uri>     # copies a local folder's files to S3 by
@@ -140,6 +142,13 @@ def tiff_whole(path: str) -> dict:
     drop_caches()
     t0 = time.perf_counter()
     values = tifffile.imread(path)
+def h5_whole(path: str, dataset: str) -> dict:
+    import h5py  # only this measurement needs it
+
+    drop_caches()
+    t0 = time.perf_counter()
+    with h5py.File(path, "r") as f:
+        values = f[dataset][...]
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "bytes": int(values.nbytes), "crc32": zlib.crc32(values)}
 
@@ -180,6 +189,8 @@ def main() -> None:
         out = zarr_whole(args[1])
     elif args[:1] == ["tiff"] and len(args) == 2:
         out = tiff_whole(args[1])
+    elif args[:1] == ["h5"] and len(args) == 3:
+        out = h5_whole(args[1], args[2])
     elif args[:1] == ["upload"] and len(args) == 3:
         out = upload(args[1], args[2])
     else:

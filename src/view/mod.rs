@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod filo;
 pub mod group;
+pub mod hdf5;
 pub mod info;
 pub mod locks;
 pub mod names;

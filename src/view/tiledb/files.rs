@@ -149,6 +149,8 @@ impl ArrayTree {
                             "netcdf".into(),
                             faces::netcdf::summary(&array.latest_schema().schema),
                         );
+                        let hdf5 = super::faces::hdf5_summary(&array.latest_schema().schema);
+                        map.insert("hdf5".into(), hdf5);
                     }
                     value
                 }

@@ -148,6 +148,7 @@ impl ArrayTree {
             "enumerations": self.enumerations_json(super::Folder::State(w))?,
             "tiff": super::faces::tiff_state_summary(&merged.schema, merged.non_empty_domain().and(merged.shape()).as_deref()),
             "netcdf": self.netcdf_plan(w)?.summary(true),
+            "hdf5": super::faces::hdf5_summary(&merged.schema),
         }))
     }
 }

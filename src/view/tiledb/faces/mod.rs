@@ -11,6 +11,7 @@
 
 mod envi;
 mod field;
+mod hdf5;
 pub(super) mod netcdf;
 mod npy;
 mod raw;
@@ -24,6 +25,7 @@ use crate::error::Result;
 use crate::view::nodes::Ino;
 use crate::view::Lifetime;
 
+pub(super) use hdf5::summary as hdf5_summary;
 pub(super) use tiff::{state_summary as tiff_state_summary, summary as tiff_summary};
 
 /// Where a face's file is: the tree, the file's inode number (the key of what the views
@@ -81,12 +83,13 @@ static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
 /// folders follow them).
-static FOLDER_FACES: [&dyn Face<Folder>; 5] = [
+static FOLDER_FACES: [&dyn Face<Folder>; 6] = [
     &rendered::FOOTER_JSON,
     &rendered::TILES_JSON,
     &rendered::READ_JSON,
     &text::CELLS_CSV,
     &netcdf::ARRAY_NC,
+    &hdf5::ARRAY_H5,
 ];
 
 /// One table of faces, and the ids of its entries.
