@@ -27,18 +27,23 @@ import time
 # A binary not named here follows, in cargo's order.
 LONGEST_FIRST = [
     "soak",
-    "corruption",
     "s3",
+    "corruption",
     "zarr",
-    "serve_clients",
     "serve_nfs",
     "serve_s3",
-    "serve_webdav",
-    "mount",
     "text_files",
+    "scale",
+    "mount",
+    "serve_clients",
+    "serve_webdav",
+    "netcdf",
     "serve",
-    "merged",
+    "filo",
+    "hdf5",
+    "tiff",
     "conformance",
+    "merged",
 ]
 
 
