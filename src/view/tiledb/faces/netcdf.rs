@@ -499,13 +499,12 @@ fn global_attrs(at: &At<'_, Folder>, w: Option<u64>, version: Version) -> Result
     let tree = at.tree;
     let array = tree.array();
     let merged = tree.merged(w)?;
-    let mut attrs = vec![
-        Attr::text("tiledb_array", &array.location()),
-        Attr::text(
-            "tiledb_state",
-            &w.map_or("latest".to_string(), |t| format!("at/{t}")),
-        ),
-    ];
+    // The array is named by its schema, never by where it lives: a copy of the array,
+    // or the same array in S3, serves the same bytes (and so the same ETag).
+    let mut attrs = vec![Attr::text(
+        "tiledb_state",
+        &w.map_or("latest".to_string(), |t| format!("at/{t}")),
+    )];
     // The state's timestamp; `latest`: the newest visible fragment's end, if any.
     let t = w.or_else(|| {
         merged

@@ -186,17 +186,9 @@ fn layout(tree: &ArrayTree, of: FieldOf) -> Result<Layout> {
         Folder::State(Some(t)) => format!("at {t}"),
         Folder::Fragment(id) => format!("fragment {}", tree.fragment(id)?.name),
     };
-    let array = tree.array().location();
-    let array = array
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let mut description = format!(
-        "fragfs: array {array}, attribute {}, {source}",
-        names::encode(&f.name)
-    );
+    // No array name: where the array lives must not change the bytes (a copy of the
+    // array, or the same array in S3, serves the same file and ETag).
+    let mut description = format!("fragfs: attribute {}, {source}", names::encode(&f.name));
     if f.datatype.is_temporal() {
         description.push_str(&format!(" ({} as int64)", f.datatype.name()));
     }
