@@ -240,6 +240,7 @@ fn main() -> ExitCode {
         threads: args.threads,
         read_ahead: fragfs::fuse::DEFAULT_READ_AHEAD,
         exit_on_unmount: false,
+        passthrough: false,
     });
     let mountpoint = args
         .mountpoint

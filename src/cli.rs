@@ -44,6 +44,51 @@ pub struct ArrayArgs {
     /// velvia-filo-0.3.0 (0.3.0-0.3.1, whose short UTF8Vector strings differ).
     #[arg(long, value_name = "VERSION", value_parser = parse_filo_version)]
     pub filo_version: Option<FormatVersion>,
+    #[command(flatten)]
+    pub disk_cache: DiskCacheArgs,
+}
+
+/// The persistent cache of decoded bytes (README: "The disk cache").
+#[derive(Debug, Args, Default)]
+pub struct DiskCacheArgs {
+    /// Keep the decoded bytes of the files read in this folder (made 0700), across
+    /// mounts: later reads (and mounts) serve them from there, complete files by FUSE
+    /// passthrough where the kernel and privileges allow.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Bound of --cache-dir (least recently used files go first): bytes, or with K, M,
+    /// G; default: 1/10 of the free space, at most 10G. The disk always keeps 5% (at
+    /// most 1G) free.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "cache_dir")]
+    pub cache_dir_size: Option<u64>,
+    /// Keep the decrypted bytes of encrypted arrays in --cache-dir too (by default
+    /// their files are not cached).
+    #[arg(long, requires = "cache_dir")]
+    pub cache_decrypted: bool,
+}
+
+impl DiskCacheArgs {
+    pub fn config(&self) -> Option<fragfs::storage::diskcache::CacheConfig> {
+        self.cache_dir
+            .as_ref()
+            .map(|dir| fragfs::storage::diskcache::CacheConfig {
+                dir: dir.clone(),
+                size: self.cache_dir_size,
+                decrypted: self.cache_decrypted,
+            })
+    }
+
+    /// Takes a `-o` option of the disk cache; false if `option` is not one.
+    pub fn set_option(&mut self, option: &str) -> Result<bool, String> {
+        let (key, value) = option.split_once('=').unwrap_or((option, ""));
+        match key {
+            "cache_dir" if !value.is_empty() => self.cache_dir = Some(value.into()),
+            "cache_dir_size" => self.cache_dir_size = Some(parse_size(value)?),
+            "cache_decrypted" => self.cache_decrypted = true,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 /// How to reach an s3:// array. Credentials come as the AWS CLI finds them: the
@@ -199,7 +244,8 @@ pub enum Command {
         foreground: bool,
         /// Mount options, comma-separated: allow_other, allow_root, auto_unmount (and
         /// ro, which is always on); for s3:// arrays also endpoint_url=URL, region=R,
-        /// profile=P, no_sign_request, addressing=path|virtual, retry_timeout=T.
+        /// profile=P, no_sign_request, addressing=path|virtual, retry_timeout=T; and the
+        /// disk cache's cache_dir=DIR, cache_dir_size=SIZE, cache_decrypted.
         #[arg(short = 'o', value_name = "OPTIONS", value_delimiter = ',')]
         options: Vec<String>,
         /// Threads serving requests (and as many reading ahead); default: the cores.
@@ -347,6 +393,9 @@ fn helper_arguments(args: &[OsString]) -> Result<Option<Vec<OsString>>, String> 
                             fuse_options.push(key.to_string())
                         }
                         "cache_size" => out.extend(["--cache-size".into(), value.into()]),
+                        "cache_dir" => out.extend(["--cache-dir".into(), value.into()]),
+                        "cache_dir_size" => out.extend(["--cache-dir-size".into(), value.into()]),
+                        "cache_decrypted" => out.push("--cache-decrypted".into()),
                         "threads" => out.extend(["--threads".into(), value.into()]),
                         "read_ahead" => out.extend(["--read-ahead".into(), value.into()]),
                         "log_file" => out.extend(["--log-file".into(), value.into()]),

@@ -20,13 +20,13 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
+    BackingId, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenAccMode, OpenFlags, RenameFlags,
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyOpen, ReplyStatfs, Request, Session, SessionACL, TimeOrNow,
 };
@@ -66,6 +66,9 @@ pub struct MountConfig {
     /// path may already hold a new mount, which it would take down. Daemons set this;
     /// mounts inside another program (tests) cannot.
     pub exit_on_unmount: bool,
+    /// Ask the kernel for FUSE passthrough: files complete in the disk cache are then
+    /// read by the kernel from the cache file, without a request to the daemon.
+    pub passthrough: bool,
 }
 
 /// One open file: where the reader is, to spot sequential reads, and what keeps the
@@ -77,6 +80,19 @@ struct Handle {
     size: u64,
     stream: Stream,
     _keep: Option<OpenGuard>,
+    /// Opened by passthrough: the kernel reads it from the disk cache itself.
+    passthrough: bool,
+}
+
+/// The opens of one inode. The kernel refuses to mix, on one inode, opens it reads
+/// itself (passthrough) with opens the daemon serves, and wants one backing file for all
+/// its passthrough opens: a file complete in the cache is opened by passthrough only
+/// while the daemon serves no open of it, and every passthrough open of it shares the
+/// first one's registration, released with the last.
+#[derive(Default)]
+struct InodeOpens {
+    by_daemon: usize,
+    passthrough: Option<(BackingId, usize)>,
 }
 
 /// A folder's entries as `opendir` listed them (`.` and `..` first): every `readdir` of
@@ -90,6 +106,10 @@ pub struct FragFs {
     exit_on_unmount: bool,
     ahead: Prefetcher,
     handles: Mutex<HashMap<u64, Handle>>,
+    /// Whether opens may use FUSE passthrough: asked for, offered by the kernel at
+    /// init, and not refused since (it needs CAP_SYS_ADMIN).
+    passthrough: AtomicBool,
+    opens: Mutex<HashMap<Ino, InodeOpens>>,
     listings: Mutex<HashMap<u64, Listing>>,
     next_handle: AtomicU64,
     uid: u32,
@@ -108,6 +128,8 @@ impl FragFs {
             exit_on_unmount: cfg.exit_on_unmount,
             view,
             handles: Mutex::new(HashMap::new()),
+            passthrough: AtomicBool::new(cfg.passthrough),
+            opens: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
             // SAFETY: getuid/getgid cannot fail and touch no memory of ours.
@@ -166,6 +188,73 @@ impl FragFs {
         Ok(Arc::new(self.entries(ino)?))
     }
 
+    fn inode_opens(&self) -> std::sync::MutexGuard<'_, HashMap<Ino, InodeOpens>> {
+        self.opens.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts an open of `ino`, by passthrough if it can be (its whole file is in the
+    /// disk cache, checked, and the daemon serves no open of it): true if so. An open
+    /// not by passthrough is counted as served by the daemon.
+    fn open_passthrough(&self, ino: Ino, reply: &ReplyOpen) -> bool {
+        let mut opens = self.inode_opens();
+        let o = opens.entry(ino).or_default();
+        if let Some((_, n)) = &mut o.passthrough {
+            *n += 1;
+            return true;
+        }
+        if o.by_daemon == 0 && self.passthrough.load(Ordering::Acquire) {
+            if let Some((file, path)) = self.view.cached_file(ino) {
+                match reply.open_backing(&file) {
+                    Ok(id) => {
+                        log::info!("{path}.data: read by the kernel (FUSE passthrough)");
+                        o.passthrough = Some((id, 1));
+                        return true;
+                    }
+                    Err(e) => {
+                        self.passthrough.store(false, Ordering::Release);
+                        log::warn!(
+                            "FUSE passthrough refused ({e}): files complete in the disk cache \
+                             are read from it by the daemon from now on"
+                        );
+                    }
+                }
+            }
+        }
+        o.by_daemon += 1;
+        false
+    }
+
+    /// Replies to a passthrough open with the inode's registration.
+    fn reply_passthrough(&self, ino: Ino, fh: u64, reply: ReplyOpen) {
+        let opens = self.inode_opens();
+        match opens.get(&ino).and_then(|o| o.passthrough.as_ref()) {
+            Some((id, _)) => reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), id),
+            // Not reachable: the registration lives until this handle is released.
+            None => reply.error(Errno::EIO),
+        }
+    }
+
+    /// Uncounts an open of `ino`; the last passthrough open releases the registration.
+    fn closed(&self, ino: Ino, passthrough: bool) {
+        let mut opens = self.inode_opens();
+        let Some(o) = opens.get_mut(&ino) else {
+            return;
+        };
+        if passthrough {
+            if let Some((_, n)) = &mut o.passthrough {
+                *n -= 1;
+                if *n == 0 {
+                    o.passthrough = None;
+                }
+            }
+        } else {
+            o.by_daemon = o.by_daemon.saturating_sub(1);
+        }
+        if o.by_daemon == 0 && o.passthrough.is_none() {
+            opens.remove(&ino);
+        }
+    }
+
     /// Follows each open file's stream of reads; a sequential one gets its next bytes
     /// prepared ahead.
     fn read_ahead(&self, fh: u64, offset: u64, len: u64) {
@@ -181,6 +270,19 @@ impl FragFs {
             self.ahead.hint(ino, from, len);
         }
     }
+}
+
+/// Whether this process holds CAP_SYS_ADMIN (bit 21 of `CapEff` in /proc/self/status),
+/// which registering a backing file for FUSE passthrough needs.
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 thread_local! {
@@ -272,6 +374,34 @@ impl Filesystem for FragFs {
         {
             log::info!("kernel without readdirplus");
         }
+        if self.passthrough.load(Ordering::Acquire) {
+            let offered = config
+                .add_capabilities(InitFlags::FUSE_PASSTHROUGH)
+                .is_ok()
+                // 2: the cache folder may itself be on a stacked file system (overlayfs
+                // in a container).
+                && config.set_max_stack_depth(2).is_ok();
+            let why_not = if !offered {
+                Some("the kernel does not offer FUSE passthrough (Linux 6.9+)")
+            } else if !has_cap_sys_admin() {
+                Some("FUSE passthrough needs root or CAP_SYS_ADMIN")
+            } else {
+                None
+            };
+            match why_not {
+                None => log::info!(
+                    "disk cache: files complete in it are read by the kernel directly (FUSE \
+                     passthrough)"
+                ),
+                Some(reason) => {
+                    self.passthrough.store(false, Ordering::Release);
+                    log::info!(
+                        "disk cache: {reason}: files complete in it are read from it by the \
+                         daemon (pread), without decoding"
+                    );
+                }
+            }
+        }
         Ok(())
     }
 
@@ -313,28 +443,37 @@ impl Filesystem for FragFs {
             }
             let keep = self.view.open(ino).map_err(|e| errno(&e, ino, "open"))?;
             let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            let lifetime = self.view.lifetime(ino);
+            let passthrough = lifetime == Lifetime::Immutable
+                && stat.exact_size
+                && self.open_passthrough(ino, &reply);
             let handle = Handle {
                 ino,
                 // (`stat` never renders: a text file not sized yet counts as endless.)
                 size: if stat.exact_size { stat.size } else { u64::MAX },
                 stream: Stream::default(),
                 _keep: keep,
+                passthrough,
             };
             self.handles().insert(fh, handle);
+            if passthrough {
+                return Ok((fh, None));
+            }
             // Immutable files keep their pages in the kernel; the array-level JSON, which
             // a rescan may change, is read through every time, and so is a text file
             // whose size is not known yet (the kernel would stop at the size it shows).
             // A snapshot (the merged view) uses the page cache while open, so sequential
             // readers get the kernel's read-ahead, and drops it at the next open.
-            let flags = match self.view.lifetime(ino) {
+            let flags = match lifetime {
                 Lifetime::Immutable if stat.exact_size => FopenFlags::FOPEN_KEEP_CACHE,
                 Lifetime::Snapshot if stat.exact_size => FopenFlags::empty(),
                 _ => FopenFlags::FOPEN_DIRECT_IO,
             };
-            Ok((fh, flags))
+            Ok((fh, Some(flags)))
         })();
         match result {
-            Ok((fh, flags)) => reply.opened(FileHandle(fh), flags),
+            Ok((fh, Some(flags))) => reply.opened(FileHandle(fh), flags),
+            Ok((fh, None)) => self.reply_passthrough(ino, fh, reply),
             Err(e) => reply.error(e),
         }
     }
@@ -375,7 +514,9 @@ impl Filesystem for FragFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles().remove(&fh.0);
+        if let Some(h) = self.handles().remove(&fh.0) {
+            self.closed(h.ino, h.passthrough);
+        }
         reply.ok();
     }
 

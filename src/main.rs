@@ -13,7 +13,7 @@ use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
 use fragfs::serve::s3api::S3Face;
 use fragfs::serve::{Faces, Limits, ServeRequest};
-use fragfs::view::{open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
+use fragfs::view::{open_source, with_disk_cache, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
 fn main() -> ExitCode {
@@ -62,13 +62,14 @@ fn main() -> ExitCode {
 
 fn open(args: &ArrayArgs) -> Result<Arc<dyn FileTree>> {
     let key = args.encryption_key.as_deref().map(parse_key).transpose()?;
-    open_source(
+    let tree = open_source(
         &args.array,
         &args.s3.options(),
         OpenOptions { key },
         args.chunk_options(),
         DEFAULT_CACHE_SIZE,
-    )
+    )?;
+    with_disk_cache(tree, args.disk_cache.config().as_ref())
 }
 
 fn run(command: Command) -> Result<()> {
@@ -120,6 +121,7 @@ fn run(command: Command) -> Result<()> {
                 threads,
                 read_ahead,
                 exit_on_unmount: true,
+                passthrough: array.disk_cache.cache_dir.is_some(),
             };
             for option in options.iter().map(|o| o.trim()) {
                 match option {
@@ -132,11 +134,17 @@ fn run(command: Command) -> Result<()> {
                             .s3
                             .set_option(other)
                             .map_err(fragfs::Error::InvalidArgument)? => {}
+                    other
+                        if array
+                            .disk_cache
+                            .set_option(other)
+                            .map_err(fragfs::Error::InvalidArgument)? => {}
                     other => {
                         return Err(fragfs::Error::InvalidArgument(format!(
                             "unknown mount option {other:?} (known: allow_other, allow_root, \
-                             auto_unmount, ro; for s3:// arrays endpoint_url, region, profile, \
-                             no_sign_request, addressing, retry_timeout)"
+                             auto_unmount, ro, cache_dir, cache_dir_size, cache_decrypted; for \
+                             s3:// arrays endpoint_url, region, profile, no_sign_request, \
+                             addressing, retry_timeout)"
                         )))
                     }
                 }
@@ -149,6 +157,7 @@ fn run(command: Command) -> Result<()> {
                 options: OpenOptions { key },
                 chunk,
                 cache_size,
+                disk_cache: array.disk_cache.config(),
                 foreground,
                 fuse,
             })?;
@@ -180,6 +189,7 @@ fn run(command: Command) -> Result<()> {
                 options: OpenOptions { key },
                 chunk,
                 cache_size,
+                disk_cache: array.disk_cache.config(),
                 threads,
                 faces: Faces {
                     http,

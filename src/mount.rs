@@ -26,6 +26,8 @@ pub struct MountRequest {
     /// For a lone Filo chunk file: its column type and writer version.
     pub chunk: ChunkOptions,
     pub cache_size: u64,
+    /// The disk cache (`--cache-dir`), if asked for.
+    pub disk_cache: Option<crate::storage::diskcache::CacheConfig>,
     pub foreground: bool,
     pub fuse: MountConfig,
 }
@@ -78,13 +80,14 @@ pub fn run(request: MountRequest) -> Result<()> {
 }
 
 fn open(request: &MountRequest) -> Result<Arc<dyn FileTree>> {
-    open_source(
+    let tree = open_source(
         &request.array,
         &request.s3,
         request.options.clone(),
         request.chunk,
         request.cache_size,
-    )
+    )?;
+    crate::view::with_disk_cache(tree, request.disk_cache.as_ref())
 }
 
 /// In the daemon (or the foreground process): mount, report, serve, and stop on a signal.

@@ -41,6 +41,8 @@ pub struct ServeRequest {
     pub options: OpenOptions,
     pub chunk: ChunkOptions,
     pub cache_size: u64,
+    /// The disk cache (`--cache-dir`), if asked for.
+    pub disk_cache: Option<crate::storage::diskcache::CacheConfig>,
     /// Threads reading the tree (blocking work); as many serve the network.
     pub threads: usize,
     pub faces: Faces,
@@ -95,6 +97,7 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
         request.chunk,
         request.cache_size,
     )?;
+    let tree = crate::view::with_disk_cache(tree, request.disk_cache.as_ref())?;
     let server = Server::start(tree, &request.faces, request.threads)?;
     for (face, url) in server.urls() {
         ready(face, &url);

@@ -11,6 +11,7 @@
 //! need in few, large requests: several ranges of one object in one call, and a tile's
 //! chunk headers in one read of the tile's start ([`Store::walk_window`]).
 
+pub mod diskcache;
 pub mod local;
 pub mod memory;
 mod pins;

@@ -4,6 +4,7 @@
 //! mount and the command line serve the same bytes.
 
 pub mod cache;
+pub mod cached;
 pub mod filo;
 pub mod group;
 pub mod hdf5;
@@ -20,6 +21,7 @@ pub mod tiff;
 pub mod tiledb;
 pub mod value;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +30,7 @@ use crate::array::{Array, OpenOptions};
 use crate::error::{Error, Result};
 use crate::filo::{ColumnType, FormatVersion, MANIFEST_FILE};
 use crate::format::group::{sniff_object_type, ObjectType};
+use crate::storage::diskcache::{CacheConfig, CacheKey, DiskCache};
 use crate::storage::local::LocalPath;
 use crate::storage::s3::{is_s3_uri, S3Options};
 use crate::storage::{LocalStore, Store};
@@ -158,6 +161,26 @@ pub trait FileTree: Send + Sync {
         Ok(())
     }
 
+    /// What names the bytes of file `ino` for the disk cache (`--cache-dir`), whatever
+    /// mount reads them: `None` for files that are not to be kept (those a listing or a
+    /// rescan changes: the array-level JSON), and for trees that keep nothing.
+    fn cache_key(&self, _ino: Ino) -> Option<CacheKey> {
+        None
+    }
+
+    /// Per array of the tree (its identity, as in [`CacheKey::array`]), the names of
+    /// its fragments now: the disk cache drops the entries of the others (vacuumed).
+    fn cache_fragments(&self) -> Vec<(String, HashSet<String>)> {
+        Vec::new()
+    }
+
+    /// The file holding every byte of `ino` in the disk cache, checked, for the kernel
+    /// to read directly (FUSE passthrough), with its path for the log; `None` unless
+    /// the tree reads through a disk cache that holds the whole file.
+    fn cached_file(&self, _ino: Ino) -> Option<(std::fs::File, String)> {
+        None
+    }
+
     /// Bytes `[offset, offset + len)` of a file (fewer at its end).
     fn read_at(&self, ino: Ino, offset: u64, len: u64) -> Result<Vec<u8>> {
         let mut out = Vec::new();
@@ -222,6 +245,25 @@ fn open_s3(
         "{}: this fragfs was built without S3 support (the `s3` feature)",
         path.display()
     )))
+}
+
+/// `tree` read through the disk cache that `config` names (`--cache-dir`), or as it is.
+pub fn with_disk_cache(
+    tree: Arc<dyn FileTree>,
+    config: Option<&CacheConfig>,
+) -> Result<Arc<dyn FileTree>> {
+    let Some(config) = config else {
+        return Ok(tree);
+    };
+    let cache = Arc::new(DiskCache::open(config)?);
+    log::info!(
+        "disk cache {}: {} MiB of at most {} MiB used (the disk keeps {} MiB free)",
+        config.dir.display(),
+        cache.used() >> 20,
+        cache.budget() >> 20,
+        cache.floor() >> 20
+    );
+    Ok(Arc::new(cached::CachedTree::new(tree, cache)))
 }
 
 /// Opens what the local `path` holds, sniffing which tree fits: a Filo fragment folder (it has

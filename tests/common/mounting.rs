@@ -133,6 +133,7 @@ pub fn config(threads: usize) -> MountConfig {
         threads,
         read_ahead: 0,
         exit_on_unmount: false,
+        passthrough: false,
     }
 }
 

@@ -202,6 +202,33 @@ pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
     h.finish()
 }
 
+/// What [`state_digest`] digests, as a SHA-256 (hex) over an unambiguous encoding:
+/// the name of a state in the disk cache, where two states that differ must never meet,
+/// across processes and builds.
+pub fn state_key(array: &Array, at: Option<u64>) -> String {
+    use sha2::{Digest, Sha256};
+    let t = at.unwrap_or(u64::MAX);
+    let schema = array.schema_at(t);
+    let dense = schema.schema.array_type == ArrayType::Dense;
+    let mut h = Sha256::new();
+    let mut text = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    text(&t.to_string());
+    text(&schema.name);
+    for (f, hidden) in visible(array, dense, t) {
+        text(&format!("fragment {} {} {hidden:?}", f.rel_dir, f.name));
+    }
+    for c in array.condition_commits.iter().filter(|c| c.timestamp <= t) {
+        text(&format!(
+            "commit {} {} {}",
+            c.rel_path, c.timestamp, c.is_update
+        ));
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// When the state at `at` last changed: the newest end timestamp of the fragments it
 /// merges and of the deletes it applies (`None` for an array with neither). The merged
 /// files' modification time (and `Last-Modified` of `fragfs serve`).

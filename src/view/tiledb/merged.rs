@@ -56,22 +56,42 @@ impl ArrayTree {
 
     /// The state's digest and time, computed once per rescan.
     fn state_facts(&self, w: When, array: &crate::array::Array) -> (u64, Option<u64>) {
+        let f = self.facts_of(w, array);
+        (f.digest, f.time)
+    }
+
+    /// The state's name in the disk cache (see [`crate::read::merge::state_key`]),
+    /// computed once per rescan.
+    pub(super) fn state_key(&self, w: When) -> Arc<str> {
+        let array = self.array();
+        let facts = self.facts_of(w, &array);
+        facts
+            .key
+            .get_or_init(|| crate::read::merge::state_key(&array, w).into())
+            .clone()
+    }
+
+    fn facts_of(&self, w: When, array: &crate::array::Array) -> StateFacts {
         /// States kept: more than the open states, few enough to forget them all.
         const KEPT: usize = 4096;
         let scan = self.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut facts = self.state_digests.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = facts.get(&w) {
             if f.scan == scan {
-                return (f.digest, f.time);
+                return f.clone();
             }
         }
-        let digest = crate::read::merge::state_digest(array, w);
-        let time = crate::read::merge::state_time(array, w);
+        let f = StateFacts {
+            scan,
+            digest: crate::read::merge::state_digest(array, w),
+            time: crate::read::merge::state_time(array, w),
+            key: Arc::default(),
+        };
         if facts.len() >= KEPT {
             facts.clear();
         }
-        facts.insert(w, StateFacts { scan, digest, time });
-        (digest, time)
+        facts.insert(w, f.clone());
+        f
     }
 
     /// The timestamps at which the array changed: every fragment's end, the start of
@@ -155,11 +175,15 @@ impl ArrayTree {
 
 /// `latest` or `at/<T>`.
 /// What [`ArrayTree::state_facts`] keeps of a state per rescan.
+#[derive(Clone)]
 pub(super) struct StateFacts {
     /// The rescan (tree generation) they were computed at.
     scan: u64,
     digest: u64,
     time: Option<u64>,
+    /// The state's name in the disk cache, computed when first asked for (shared by
+    /// the clones of these facts).
+    key: Arc<std::sync::OnceLock<Arc<str>>>,
 }
 
 pub(super) fn state_dir(w: When) -> String {

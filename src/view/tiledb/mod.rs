@@ -10,6 +10,7 @@
 //! (`merged.rs`), text files (`textfiles.rs`), enumerations (`enums.rs`), Zarr
 //! (`zarr.rs`).
 
+mod cachekeys;
 mod enums;
 mod faces;
 mod files;
@@ -798,6 +799,14 @@ impl FileTree for ArrayTree {
             return version.ok().flatten();
         }
         Some(self.state_generation(node.state()?))
+    }
+
+    fn cache_key(&self, ino: Ino) -> Option<crate::storage::diskcache::CacheKey> {
+        self.node_cache_key(ino)
+    }
+
+    fn cache_fragments(&self) -> Vec<(String, std::collections::HashSet<String>)> {
+        self.live_fragment_names()
     }
 
     fn source(&self) -> String {

@@ -1,0 +1,558 @@
+//! One file of the disk cache: the decoded bytes of one file of the tree at their own
+//! offsets (`<name>.data`, so the kernel can serve it by FUSE passthrough as it is),
+//! beside an index (`<name>.idx`) that says which blocks hold valid bytes.
+//!
+//! The index starts with a header naming what the entry holds (the full key text, the
+//! file's size, the block size): an entry is used only for exactly that key. Then one
+//! 8-byte record per block: the CRC-32 of the block's bytes and its complement. A block
+//! counts only when its record is whole (a zeroed or torn record is not) and, when read,
+//! its bytes still have that CRC: a block whose bytes were never written, were cut short
+//! or flipped on disk is decoded again, never served. A block's bytes are written before
+//! its record, so a daemon killed between the two leaves a block that is merely absent.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+/// The unit of validity: reads are widened to whole blocks, so a cold 4 KiB read caches
+/// its block, and one record covers this many bytes.
+pub const BLOCK: u64 = 64 << 10;
+
+const MAGIC: &[u8; 8] = b"FRAGFSC1";
+/// Magic, size (u64), block size (u32), key length (u32).
+const FIXED_HEADER: usize = 24;
+const RECORD: u64 = 8;
+/// A record's word when the block is valid: a flag above the CRC (0 = not valid).
+const VALID: u64 = 1 << 32;
+
+/// An entry's two files, opened.
+pub struct Entry {
+    data: File,
+    index: File,
+    /// Where the entry lives, without the `.data`/`.idx` suffix (for log lines).
+    base: PathBuf,
+    size: u64,
+    /// Where the records start in the index.
+    records_at: u64,
+    /// Per block: `VALID | crc` when the index says the block is valid, else 0.
+    blocks: Vec<AtomicU64>,
+    valid: AtomicU64,
+    /// Every block was read back and matched its record in this process: the data
+    /// file may be handed to the kernel as it is.
+    verified: AtomicBool,
+    /// The entry was evicted or dropped: it stores nothing more.
+    retired: AtomicBool,
+}
+
+/// Appends bytes `[offset, offset + len)` of the file, decoded, to the buffer.
+pub type Fill<'a> = dyn FnMut(u64, u64, &mut Vec<u8>) -> Result<()> + 'a;
+
+/// What [`Entry::read`] did, for the caller's accounting.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOutcome {
+    /// Bytes served from the cache file.
+    pub hit: u64,
+    /// Bytes decoded (asked of `fill`) and offered to the cache.
+    pub filled: u64,
+    /// Blocks whose bytes on disk did not match their record.
+    pub damaged: u64,
+}
+
+pub(super) fn data_path(base: &Path) -> PathBuf {
+    with_suffix(base, "data")
+}
+
+pub(super) fn index_path(base: &Path) -> PathBuf {
+    with_suffix(base, "idx")
+}
+
+fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
+    let mut s = base.as_os_str().to_owned();
+    s.push(".");
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn blocks_of(size: u64) -> u64 {
+    size.div_ceil(BLOCK)
+}
+
+fn header(key: &str, size: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(FIXED_HEADER + key.len() + 8);
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(&size.to_le_bytes());
+    h.extend_from_slice(&(BLOCK as u32).to_le_bytes());
+    h.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    h.extend_from_slice(key.as_bytes());
+    h.resize(h.len().next_multiple_of(RECORD as usize), 0);
+    h
+}
+
+/// The length of the index of a file of `size` bytes with key `key`.
+pub(super) fn index_len(key: &str, size: u64) -> u64 {
+    header(key, size).len() as u64 + blocks_of(size) * RECORD
+}
+
+fn record(crc: u32) -> [u8; 8] {
+    let mut r = [0u8; 8];
+    r[..4].copy_from_slice(&crc.to_le_bytes());
+    r[4..].copy_from_slice(&(!crc).to_le_bytes());
+    r
+}
+
+fn parse_record(r: &[u8]) -> u64 {
+    let crc = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+    let check = u32::from_le_bytes([r[4], r[5], r[6], r[7]]);
+    if check == !crc {
+        VALID | u64::from(crc)
+    } else {
+        0
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(crate::error::Place::file(path.display().to_string()), e)
+}
+
+impl Entry {
+    /// Opens the entry at `base` if its index holds exactly `key` with `size` bytes;
+    /// `Ok(None)` when it is absent, or unusable (another key, a damaged header, a data
+    /// file of the wrong size): the caller makes a new one.
+    pub(super) fn open(base: &Path, key: &str, size: u64) -> Result<Option<Entry>> {
+        let index_path = index_path(base);
+        let mut index = match OpenOptions::new().read(true).write(true).open(&index_path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&index_path, e)),
+        };
+        let expected = header(key, size);
+        let n = blocks_of(size);
+        let mut bytes = Vec::new();
+        index
+            .read_to_end(&mut bytes)
+            .map_err(|e| io(&index_path, e))?;
+        if bytes.len() as u64 != expected.len() as u64 + n * RECORD || !bytes.starts_with(&expected)
+        {
+            log::warn!(
+                "disk cache: {}: not an index of this file (another key, or damaged): made anew",
+                index_path.display()
+            );
+            return Ok(None);
+        }
+        let data_path = data_path(base);
+        let data = match OpenOptions::new().read(true).write(true).open(&data_path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&data_path, e)),
+        };
+        let data_len = data.metadata().map_err(|e| io(&data_path, e))?.len();
+        if data_len != size {
+            log::warn!(
+                "disk cache: {}: {data_len} bytes where the file has {size}: made anew",
+                data_path.display()
+            );
+            return Ok(None);
+        }
+        let blocks: Vec<AtomicU64> = bytes[expected.len()..]
+            .chunks_exact(RECORD as usize)
+            .map(|r| AtomicU64::new(parse_record(r)))
+            .collect();
+        let valid = blocks
+            .iter()
+            .filter(|b| b.load(Ordering::Relaxed) != 0)
+            .count() as u64;
+        // The index's time is the entry's last use: eviction removes the oldest first.
+        let _ = index.set_modified(std::time::SystemTime::now());
+        Ok(Some(Entry {
+            data,
+            index,
+            base: base.to_path_buf(),
+            size,
+            records_at: expected.len() as u64,
+            blocks,
+            valid: AtomicU64::new(valid),
+            verified: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
+        }))
+    }
+
+    /// Makes a new, empty entry at `base` (replacing whatever was there): the data file
+    /// sized (sparse) and an index of absent blocks, written aside and renamed into
+    /// place, so no reader ever sees half an index. The caller holds the cache's lock.
+    pub(super) fn create(base: &Path, key: &str, size: u64) -> Result<Entry> {
+        let index_path = index_path(base);
+        let data_path = data_path(base);
+        let _ = std::fs::remove_file(&index_path);
+        let _ = std::fs::remove_file(&data_path);
+        let create = |path: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| io(path, e))
+        };
+        let data = create(&data_path)?;
+        data.set_len(size).map_err(|e| io(&data_path, e))?;
+        let head = header(key, size);
+        let tmp = with_suffix(base, &format!("idx.tmp{}", std::process::id()));
+        let index = create(&tmp)?;
+        index.write_all_at(&head, 0).map_err(|e| io(&tmp, e))?;
+        index
+            .set_len(head.len() as u64 + blocks_of(size) * RECORD)
+            .map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, &index_path).map_err(|e| io(&index_path, e))?;
+        Ok(Entry {
+            data,
+            index,
+            base: base.to_path_buf(),
+            size,
+            records_at: head.len() as u64,
+            blocks: (0..blocks_of(size)).map(|_| AtomicU64::new(0)).collect(),
+            valid: AtomicU64::new(0),
+            verified: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
+        })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Where the entry lives (without suffix), for log lines.
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// Whether every block is in the cache (by the index; see [`Entry::verify`]).
+    pub fn is_complete(&self) -> bool {
+        self.valid.load(Ordering::Acquire) == self.blocks.len() as u64
+    }
+
+    /// Bytes of the file held in the cache (by the index).
+    pub fn cached_bytes(&self) -> u64 {
+        (0..self.blocks.len() as u64)
+            .filter(|&b| self.blocks[b as usize].load(Ordering::Relaxed) != 0)
+            .map(|b| self.block_len(b))
+            .sum()
+    }
+
+    pub(super) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// The data file, for the kernel to read directly: only once every block was read
+    /// back and matched its record (once per process; the caller asks again for each
+    /// open, and the answer is kept).
+    pub fn verified_data(&self) -> Option<&File> {
+        if self.verified.load(Ordering::Acquire) {
+            return Some(&self.data);
+        }
+        if !self.is_complete() || !self.verify() {
+            return None;
+        }
+        self.verified.store(true, Ordering::Release);
+        Some(&self.data)
+    }
+
+    /// Reads every block back and checks it against its record; a block that does not
+    /// match is marked absent (decoded again at its next read). True when all matched.
+    fn verify(&self) -> bool {
+        let mut buf = Vec::new();
+        let mut all = true;
+        for b in 0..self.blocks.len() as u64 {
+            let want = self.blocks[b as usize].load(Ordering::Acquire);
+            if want == 0 || !self.block_matches(b, want, &mut buf) {
+                all = false;
+            }
+        }
+        all
+    }
+
+    fn block_len(&self, b: u64) -> u64 {
+        BLOCK.min(self.size - b * BLOCK)
+    }
+
+    /// Reads block `b` into `buf` and checks it against `want` (its record word); a
+    /// mismatch (or a read error) marks it absent.
+    fn block_matches(&self, b: u64, want: u64, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        buf.resize(self.block_len(b) as usize, 0);
+        let ok = match self.data.read_exact_at(buf, b * BLOCK) {
+            Ok(()) => VALID | u64::from(crc32fast::hash(buf)) == want,
+            Err(_) => false,
+        };
+        if !ok {
+            log::warn!(
+                "disk cache: {}.data, block {b} (bytes {}..{}): damaged on disk (its bytes do \
+                 not match the index): decoded again",
+                self.base.display(),
+                b * BLOCK,
+                b * BLOCK + self.block_len(b)
+            );
+            self.mark_absent(b);
+        }
+        ok
+    }
+
+    fn mark_absent(&self, b: u64) {
+        if self.blocks[b as usize].swap(0, Ordering::AcqRel) != 0 {
+            self.valid.fetch_sub(1, Ordering::AcqRel);
+            self.verified.store(false, Ordering::Release);
+            let _ = self
+                .index
+                .write_all_at(&[0u8; RECORD as usize], self.records_at + b * RECORD);
+        }
+    }
+
+    /// Appends bytes `[offset, offset + len)` of the file (fewer at its end) to `out`:
+    /// the blocks in the cache from its data file, the others from `fill` (asked for
+    /// whole runs of absent blocks, so the decoder sees few large reads), which are
+    /// then offered to the cache through `store`, which says whether they may be kept.
+    pub fn read(
+        &self,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+        fill: &mut Fill<'_>,
+        store: &mut dyn FnMut(u64) -> bool,
+    ) -> Result<ReadOutcome> {
+        let end = offset.saturating_add(len).min(self.size);
+        let mut outcome = ReadOutcome::default();
+        if offset >= end {
+            return Ok(outcome);
+        }
+        let last = (end - 1) / BLOCK;
+        let mut b = offset / BLOCK;
+        let mut buf = Vec::new();
+        // The part of `[from, from + bytes.len())` that was asked for.
+        let wanted = |from: u64, bytes: &[u8], out: &mut Vec<u8>| {
+            let lo = offset.max(from);
+            let hi = end.min(from + bytes.len() as u64);
+            if lo < hi {
+                out.extend_from_slice(&bytes[(lo - from) as usize..(hi - from) as usize]);
+            }
+        };
+        while b <= last {
+            let want = self.blocks[b as usize].load(Ordering::Acquire);
+            if want != 0 {
+                if self.block_matches(b, want, &mut buf) {
+                    wanted(b * BLOCK, &buf, out);
+                    outcome.hit += buf.len() as u64;
+                    b += 1;
+                    continue;
+                }
+                outcome.damaged += 1;
+            }
+            // A run of absent blocks, decoded in one piece.
+            let mut e = b;
+            while e < last && self.blocks[e as usize + 1].load(Ordering::Acquire) == 0 {
+                e += 1;
+            }
+            let from = b * BLOCK;
+            let to = ((e + 1) * BLOCK).min(self.size);
+            buf.clear();
+            fill(from, to - from, &mut buf)?;
+            wanted(from, &buf, out);
+            outcome.filled += buf.len() as u64;
+            if buf.len() as u64 == to - from && !self.is_retired() && store(to - from) {
+                self.write_blocks(b, &buf);
+            }
+            b = e + 1;
+        }
+        Ok(outcome)
+    }
+
+    /// Writes whole blocks from `first` on: bytes first, then each block's record.
+    /// A failed write (a full disk) leaves the blocks absent.
+    fn write_blocks(&self, first: u64, bytes: &[u8]) {
+        if let Err(e) = self.data.write_all_at(bytes, first * BLOCK) {
+            log::warn!("disk cache: {}.data: {e}: not kept", self.base.display());
+            return;
+        }
+        for (i, block) in bytes.chunks(BLOCK as usize).enumerate() {
+            let b = first + i as u64;
+            let crc = crc32fast::hash(block);
+            if self
+                .index
+                .write_all_at(&record(crc), self.records_at + b * RECORD)
+                .is_err()
+            {
+                return;
+            }
+            if self.blocks[b as usize].swap(VALID | u64::from(crc), Ordering::AcqRel) == 0 {
+                self.valid.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file every test caches: bytes that differ from block to block.
+    fn file(size: usize) -> Vec<u8> {
+        (0..size).map(|i| (i * 7 + i / 4099) as u8).collect()
+    }
+
+    /// Reads `[offset, offset + len)` through the entry, counting the bytes asked of
+    /// the decoder.
+    fn read(e: &Entry, bytes: &[u8], offset: u64, len: u64) -> (Vec<u8>, ReadOutcome) {
+        let mut out = Vec::new();
+        let outcome = e
+            .read(
+                offset,
+                len,
+                &mut out,
+                &mut |from, n, buf| {
+                    let end = (from + n).min(bytes.len() as u64);
+                    buf.extend_from_slice(&bytes[from as usize..end as usize]);
+                    Ok(())
+                },
+                &mut |_| true,
+            )
+            .unwrap();
+        (out, outcome)
+    }
+
+    const KEY: &str = "fragfs test\narray /a\nfragment f\nfile x\n";
+
+    #[test]
+    fn blocks_read_once_are_served_from_the_cache_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("e");
+        let bytes = file(3 * BLOCK as usize + 100);
+        let size = bytes.len() as u64;
+        let e = Entry::create(&base, KEY, size).unwrap();
+        let (out, o) = read(&e, &bytes, 5, 10);
+        assert_eq!(out, &bytes[5..15]);
+        assert_eq!(
+            (o.hit, o.filled),
+            (0, BLOCK),
+            "a small read fills its block"
+        );
+        let (out, o) = read(&e, &bytes, BLOCK - 3, 6);
+        assert_eq!(out, &bytes[BLOCK as usize - 3..BLOCK as usize + 3]);
+        assert_eq!((o.hit, o.filled), (BLOCK, BLOCK));
+        assert!(!e.is_complete());
+        drop(e);
+        // Opened again (a remount): the two blocks are there, the rest is filled.
+        let e = Entry::open(&base, KEY, size)
+            .unwrap()
+            .expect("the entry is kept");
+        let (out, o) = read(&e, &bytes, 0, size);
+        assert_eq!(out, bytes);
+        assert_eq!((o.hit, o.filled), (2 * BLOCK, BLOCK + 100));
+        assert!(e.is_complete());
+        assert!(e.verified_data().is_some());
+        let (out, o) = read(&e, &bytes, 0, size + 50);
+        assert_eq!(out, bytes);
+        assert_eq!((o.hit, o.filled), (size, 0));
+    }
+
+    #[test]
+    fn an_entry_of_another_key_or_size_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("e");
+        Entry::create(&base, KEY, 1000).unwrap();
+        assert!(Entry::open(&base, KEY, 1000).unwrap().is_some());
+        assert!(Entry::open(&base, "fragfs test\nother\n", 1000)
+            .unwrap()
+            .is_none());
+        assert!(Entry::open(&base, KEY, 1001).unwrap().is_none());
+        assert!(Entry::open(&dir.path().join("absent"), KEY, 1000)
+            .unwrap()
+            .is_none());
+    }
+
+    /// What a crash, a truncation or a flipped byte leaves: never served, decoded again.
+    #[test]
+    fn damaged_blocks_and_torn_records_are_decoded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("e");
+        let bytes = file(4 * BLOCK as usize);
+        let size = bytes.len() as u64;
+        let e = Entry::create(&base, KEY, size).unwrap();
+        read(&e, &bytes, 0, size);
+        assert!(e.is_complete());
+        drop(e);
+        // Block 0: a flipped byte. Block 1: its record torn (half written). Block 2:
+        // zeroed bytes behind a valid record (the data never reached the disk).
+        let data = OpenOptions::new()
+            .write(true)
+            .open(data_path(&base))
+            .unwrap();
+        data.write_all_at(&[bytes[10] ^ 0x40], 10).unwrap();
+        data.write_all_at(&vec![0u8; BLOCK as usize], 2 * BLOCK)
+            .unwrap();
+        let head = header(KEY, size).len() as u64;
+        let index = OpenOptions::new()
+            .write(true)
+            .open(index_path(&base))
+            .unwrap();
+        index
+            .write_all_at(&[0xff, 0xff], head + RECORD + 5)
+            .unwrap();
+        let e = Entry::open(&base, KEY, size).unwrap().unwrap();
+        assert!(!e.is_complete(), "the torn record does not count");
+        assert!(e.verified_data().is_none());
+        let (out, o) = read(&e, &bytes, 0, size);
+        assert_eq!(out, bytes);
+        assert_eq!(o.damaged, 2, "flipped and zeroed blocks detected");
+        assert_eq!((o.hit, o.filled), (BLOCK, 3 * BLOCK));
+        assert!(e.verified_data().is_some(), "whole again once re-decoded");
+        // A truncated data file is not used at all.
+        drop(e);
+        data.set_len(size - 1).unwrap();
+        assert!(Entry::open(&base, KEY, size).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_decoder_error_fails_the_read_and_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Entry::create(&dir.path().join("e"), KEY, 100).unwrap();
+        let mut out = Vec::new();
+        let err = e.read(
+            0,
+            100,
+            &mut out,
+            &mut |_, _, _| Err(Error::corrupt(crate::error::Place::file("x"), "bad tile")),
+            &mut |_| true,
+        );
+        assert!(err.is_err());
+        assert!(!e.is_complete());
+        assert_eq!(e.cached_bytes(), 0);
+    }
+
+    #[test]
+    fn refused_room_serves_the_bytes_without_keeping_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = file(1000);
+        let e = Entry::create(&dir.path().join("e"), KEY, 1000).unwrap();
+        let mut out = Vec::new();
+        e.read(
+            0,
+            1000,
+            &mut out,
+            &mut |from, n, buf| {
+                buf.extend_from_slice(&bytes[from as usize..(from + n) as usize]);
+                Ok(())
+            },
+            &mut |_| false,
+        )
+        .unwrap();
+        assert_eq!(out, bytes);
+        assert_eq!(e.cached_bytes(), 0);
+    }
+}
