@@ -8,7 +8,7 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,legacy,squash,s3,serve,decode (default: all)
+#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,decode (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +27,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,s3,serve,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in

@@ -459,6 +459,21 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn disk_cache_mount_options() {
+        let mut d = DiskCacheArgs::default();
+        assert!(d.config().is_none());
+        assert!(d.set_option("cache_dir=/var/cache/f").unwrap());
+        assert!(d.set_option("cache_dir_size=1G").unwrap());
+        assert!(d.set_option("cache_decrypted").unwrap());
+        assert!(!d.set_option("allow_other").unwrap());
+        assert!(d.set_option("cache_dir_size=lots").is_err());
+        let c = d.config().unwrap();
+        assert_eq!(c.dir, std::path::Path::new("/var/cache/f"));
+        assert_eq!(c.size, Some(1 << 30));
+        assert!(c.decrypted);
+    }
+
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
     }
@@ -480,7 +495,8 @@ mod tests {
             "/data/a",
             "/mnt/a",
             "-o",
-            "rw,nofail,allow_other,cache_size=64M,x-systemd.automount",
+            "rw,nofail,allow_other,cache_size=64M,cache_dir=/var/cache/f,cache_dir_size=2G,\
+             cache_decrypted,x-systemd.automount",
         ]);
         let got = from_mount_helper(&call).unwrap().unwrap().unwrap();
         assert_eq!(
@@ -490,6 +506,11 @@ mod tests {
                 "mount",
                 "--cache-size",
                 "64M",
+                "--cache-dir",
+                "/var/cache/f",
+                "--cache-dir-size",
+                "2G",
+                "--cache-decrypted",
                 "-o",
                 "allow_other",
                 "/data/a",

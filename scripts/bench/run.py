@@ -54,7 +54,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "legacy", "squash", "s3", "serve", "decode"]
+            "zarr", "legacy", "squash", "cache", "s3", "serve", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -976,6 +976,69 @@ def squash(rep: Report, repeat: int) -> None:
                 med["squash_warm"] / med["fragfs_warm"], target=("≥ 1.50", lambda r: r >= 1.5))
 
 
+CACHE_DIR = BENCH / "diskcache"
+
+
+def cache_section(rep: Report, repeat: int) -> None:
+    """The disk cache (--cache-dir): each attribute read once through a mount with an
+    empty cache (the array's files warm, so the first read is the decoding one), then
+    after a remount, with the cache complete: warm (the cache files in the page cache;
+    fragment files are then read by the kernel through FUSE passthrough) against the
+    first read and against `cat` of plain files holding the same decoded bytes (the
+    limit), and cold (page cache dropped) against those plain files from disk; and
+    squashfuse_ll's warm read of the same bytes, reported."""
+    squash_images()
+    frags = fragments()
+    for attr, filt, cell in ATTRS:
+        nbytes = len(frags) * 8 * TILE_CELLS * cell
+        files = [values(f, attr) for f in frags]
+        plain = decoded_copy(attr)
+        image = SQUASH / f"{attr}.sqfs"
+        runs: dict[str, list[float]] = {k: [] for k in (
+            "first", "second", "plain", "second_cold", "plain_cold", "squash_warm")}
+        for _ in range(repeat):
+            shutil.rmtree(CACHE_DIR, ignore_errors=True)
+            settle()
+            warm_array()
+            with fragfs_foreground(BIG, "--cache-dir", str(CACHE_DIR)):
+                runs["first"].append(timed(["cat", *files]))
+            with fragfs_foreground(BIG, "--cache-dir", str(CACHE_DIR)):
+                timed(["cat", *files])
+                runs["second"].append(timed(["cat", *files]))
+            timed(["cat", *plain])
+            runs["plain"].append(timed(["cat", *plain]))
+            with fragfs_foreground(BIG, "--cache-dir", str(CACHE_DIR)):
+                drop_caches()
+                runs["second_cold"].append(timed(["cat", *files]))
+            drop_caches()
+            runs["plain_cold"].append(timed(["cat", *plain]))
+            unmount()
+            subprocess.run(["squashfuse_ll", image, MNT], check=True)
+            try:
+                timed(["cat", MNT / "values.bin"])
+                runs["squash_warm"].append(timed(["cat", MNT / "values.bin"]))
+            finally:
+                subprocess.run(["umount", MNT], check=True)
+        med = {k: median(v) for k, v in runs.items()}
+        rep.details[f"cache_{attr}"] = {"bytes": nbytes, **runs}
+        label = f"cache {attr} ({filt}, {nbytes // MIB} MiB), after a remount"
+        second = med["second"]
+        rep.row(f"{label}, warm, vs the first read", rate(nbytes, second),
+                f"first read {rate(nbytes, med['first'])}", med["first"] / second,
+                target=("≥ 3.00", lambda r: r >= 3.0))
+        rep.row(f"{label}, warm, vs cat of the plain decoded files", rate(nbytes, second),
+                f"plain files {rate(nbytes, med['plain'])}", med["plain"] / second,
+                target=("≥ 0.80", lambda r: r >= 0.8))
+        rep.row(f"{label}, cold, vs cat of the plain decoded files from disk",
+                rate(nbytes, med["second_cold"]),
+                f"plain files {rate(nbytes, med['plain_cold'])}",
+                med["plain_cold"] / med["second_cold"], target=("≥ 0.80", lambda r: r >= 0.8))
+        rep.row(f"{label}, warm, vs squashfuse_ll warm", rate(nbytes, second),
+                f"squashfuse_ll {rate(nbytes, med['squash_warm'])}",
+                med["squash_warm"] / second)
+    shutil.rmtree(CACHE_DIR, ignore_errors=True)
+
+
 S3_KEYS = {"AWS_ACCESS_KEY_ID": "fragfs-bench-key", "AWS_SECRET_ACCESS_KEY": "fragfs-bench-secret",
            "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
            "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
@@ -1421,7 +1484,8 @@ def main() -> None:
                  "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
                  "zarr": zarr_section,
                  "legacy": legacy_section,
-                 "squash": squash, "s3": s3, "serve": serve_section}[name](rep, args.repeat)
+                 "squash": squash, "s3": s3, "serve": serve_section,
+                 "cache": cache_section}[name](rep, args.repeat)
     finally:
         unmount()
         if old_group_nice is not None:

@@ -365,7 +365,11 @@ impl Entry {
             fill(from, to - from, &mut buf)?;
             wanted(from, &buf, out);
             outcome.filled += buf.len() as u64;
-            if buf.len() as u64 == to - from && !self.is_retired() && store(to - from) {
+            // Room as the disk counts it: whole 4 KiB pages.
+            if buf.len() as u64 == to - from
+                && !self.is_retired()
+                && store((to - from).next_multiple_of(4096))
+            {
                 self.write_blocks(b, &buf);
             }
             b = e + 1;
