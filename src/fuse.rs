@@ -272,6 +272,27 @@ impl FragFs {
     }
 }
 
+/// Whether a mount made now could use FUSE passthrough for the disk cache, or why not
+/// (for `fragfs info`: the mount itself asks the kernel at init).
+pub fn passthrough_possible() -> Result<(), String> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if version < (6, 9) {
+        return Err(format!(
+            "kernel {} has no FUSE passthrough (6.9+)",
+            release.trim()
+        ));
+    }
+    if !has_cap_sys_admin() {
+        return Err("FUSE passthrough needs root or CAP_SYS_ADMIN".into());
+    }
+    Ok(())
+}
+
 /// Whether this process holds CAP_SYS_ADMIN (bit 21 of `CapEff` in /proc/self/status),
 /// which registering a backing file for FUSE passthrough needs.
 fn has_cap_sys_admin() -> bool {

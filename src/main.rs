@@ -13,6 +13,8 @@ use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
 use fragfs::serve::s3api::S3Face;
 use fragfs::serve::{Faces, Limits, ServeRequest};
+use fragfs::storage::diskcache::DiskCache;
+use fragfs::view::cached::CachedTree;
 use fragfs::view::{open_source, with_disk_cache, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
@@ -98,7 +100,18 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Info { array } => {
             let view = open(&array)?;
-            let text = fragfs::info::render(&view.info()?);
+            let mut text = fragfs::info::render(&view.info()?);
+            if let Some(config) = array.disk_cache.config() {
+                let cache = Arc::new(DiskCache::open(&config)?);
+                text.push_str(&CachedTree::new(view, cache).describe());
+                text.push_str(&match fragfs::fuse::passthrough_possible() {
+                    Ok(()) => "  complete fragment files: read by the kernel (FUSE passthrough)\n"
+                        .to_string(),
+                    Err(why) => {
+                        format!("  complete files: read from the cache by the daemon ({why})\n")
+                    }
+                });
+            }
             out.write_all(text.as_bytes()).map_err(io)?;
         }
         Command::Mount {

@@ -733,3 +733,47 @@ fn a_process_killed_while_caching_leaves_a_cache_that_reads_right() {
     same_bytes(&plain, &tree, false, |_| true).unwrap();
     assert_eq!(tree.bytes_filled(), 0);
 }
+
+/// `fragfs info --cache-dir` says what the cache holds of the array and how complete
+/// files will be served; `fragfs cat --cache-dir` fills it.
+#[test]
+fn info_says_what_the_cache_holds() {
+    let (array, expected) = fixture("dense_2d");
+    let plain = open_view(&array, &expected).unwrap();
+    let (path, ino) = fragment_binaries(&plain)
+        .into_iter()
+        .find(|(p, _)| p.ends_with("values.bin"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fragfs = |args: &[&std::ffi::OsStr]| {
+        run_ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_fragfs"))
+                .args(args)
+                .arg("--cache-dir")
+                .arg(dir.path()),
+        )
+    };
+    let info = fragfs(&["info".as_ref(), array.as_os_str()]);
+    assert!(info.contains(": 0 files (0 complete), 0 bytes"), "{info}");
+    let cat = std::process::Command::new(env!("CARGO_BIN_EXE_fragfs"))
+        .arg("cat")
+        .arg(&array)
+        .arg(&path[1..])
+        .arg("--cache-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(cat.status.success());
+    assert_eq!(cat.stdout, read_all(&plain, ino).unwrap());
+    let info = fragfs(&["info".as_ref(), array.as_os_str()]);
+    let size = plain.size(ino).unwrap();
+    assert!(
+        info.contains(&format!(": 1 files (1 complete), {size} bytes")),
+        "{info}"
+    );
+    assert!(
+        info.contains("complete fragment files: read by the kernel")
+            || info.contains("read from the cache by the daemon ("),
+        "{info}"
+    );
+}

@@ -101,6 +101,23 @@ impl CachedTree {
         }
     }
 
+    /// One line per array of the tree: what the cache holds of it (`fragfs info`).
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "disk cache: {} of at most {} MiB used\n",
+            self.cache.used() >> 20,
+            self.cache.budget() >> 20
+        );
+        for (array, _) in self.inner.cache_fragments() {
+            let s = self.cache.summary(&array);
+            out.push_str(&format!(
+                "  {array}: {} files ({} complete), {} bytes\n",
+                s.files, s.complete, s.bytes
+            ));
+        }
+        out
+    }
+
     /// Where `ino` stands in the cache.
     pub fn state(&self, ino: Ino) -> CacheState {
         match self.entry(ino) {

@@ -97,6 +97,24 @@ pub(super) fn index_len(key: &str, size: u64) -> u64 {
     header(key, size).len() as u64 + blocks_of(size) * RECORD
 }
 
+/// What an index at `path` says, without its key: the file's size, and how many of its
+/// blocks are valid (by their records). `None` for what is not an index.
+pub(super) fn index_summary(path: &Path) -> Option<(u64, u64, u64)> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.len() < FIXED_HEADER || &bytes[..8] != MAGIC {
+        return None;
+    }
+    let size = u64::from_le_bytes(bytes[8..16].try_into().ok()?);
+    let key_len = u32::from_le_bytes(bytes[20..24].try_into().ok()?) as usize;
+    let records = (FIXED_HEADER + key_len).next_multiple_of(RECORD as usize);
+    let blocks = bytes.get(records..)?;
+    let valid = blocks
+        .chunks_exact(RECORD as usize)
+        .filter(|r| parse_record(r) != 0)
+        .count() as u64;
+    Some((size, valid, blocks_of(size)))
+}
+
 fn record(crc: u32) -> [u8; 8] {
     let mut r = [0u8; 8];
     r[..4].copy_from_slice(&crc.to_le_bytes());

@@ -460,6 +460,27 @@ impl DiskCache {
         }
     }
 
+    /// What the cache holds of `array`, for `fragfs info`.
+    pub fn summary(&self, array: &str) -> ArraySummary {
+        let mut out = ArraySummary::default();
+        let mut stack = vec![self.array_folder(array)];
+        while let Some(dir) = stack.pop() {
+            for item in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = item.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "idx") {
+                    if let Some((size, valid, blocks)) = entry::index_summary(&path) {
+                        out.files += 1;
+                        out.complete += u64::from(valid == blocks);
+                        out.bytes += (valid * BLOCK).min(size);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Drops the entries of `array`'s fragments that are not in `live` (vacuumed).
     pub fn retain_fragments(&self, array: &str, live: &HashSet<String>) -> Result<()> {
         let dir = self.array_folder(array).join("fragments");
@@ -509,6 +530,16 @@ impl DiskCache {
             Ok(())
         })
     }
+}
+
+/// What the cache holds of one array.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ArraySummary {
+    /// Files with an entry, and those of them complete.
+    pub files: u64,
+    pub complete: u64,
+    /// Bytes of those files in the cache (about: a file's last block counts whole).
+    pub bytes: u64,
 }
 
 struct Scanned {
