@@ -224,6 +224,8 @@ impl FileTree for CachedTree {
     fn cached_file(&self, ino: Ino) -> Option<(File, String)> {
         let entry = self.entry(ino)?;
         let file = entry.verified_data()?.try_clone().ok()?;
+        // The kernel's reads will not tell the cache the file is in use: this open does.
+        entry.touch();
         Some((file, entry.base().display().to_string()))
     }
 }

@@ -46,6 +46,16 @@ pub struct Entry {
     verified: AtomicBool,
     /// The entry was evicted or dropped: it stores nothing more.
     retired: AtomicBool,
+    /// When (seconds since the epoch) the index's time was last set to now: a file in
+    /// use stays recent for eviction, at one `futimens` a minute at most.
+    touched: AtomicU64,
+}
+
+/// Seconds since the epoch.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Appends bytes `[offset, offset + len)` of the file, decoded, to the buffer.
@@ -195,6 +205,7 @@ impl Entry {
             valid: AtomicU64::new(valid),
             verified: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            touched: AtomicU64::new(now_secs()),
         }))
     }
 
@@ -236,7 +247,17 @@ impl Entry {
             valid: AtomicU64::new(0),
             verified: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            touched: AtomicU64::new(now_secs()),
         })
+    }
+
+    /// Marks the entry used now (its index's time), once a minute at most.
+    pub fn touch(&self) {
+        let now = now_secs();
+        if now.saturating_sub(self.touched.load(Ordering::Relaxed)) >= 60 {
+            self.touched.store(now, Ordering::Relaxed);
+            let _ = self.index.set_modified(std::time::SystemTime::now());
+        }
     }
 
     pub fn size(&self) -> u64 {
@@ -347,6 +368,7 @@ impl Entry {
     ) -> Result<ReadOutcome> {
         let end = offset.saturating_add(len).min(self.size);
         let mut outcome = ReadOutcome::default();
+        self.touch();
         if offset >= end {
             return Ok(outcome);
         }
