@@ -632,10 +632,31 @@ pub fn pieces(regions: &Regions, meta_len: u64, offset: u64, len: u64) -> Vec<Pi
 /// Bob Jenkins' lookup3 `hashlittle` (public domain, 2006), byte by byte as libhdf5's
 /// `H5_checksum_lookup3`: the checksum of every version-2 structure.
 pub fn lookup3(key: &[u8], initval: u32) -> u32 {
-    let mut a = 0xdead_beefu32
+    // lookup3's `mix` and `final` are each one step repeated on rotating roles of the
+    // state (a, b, c) = s[0], s[1], s[2], with these rotations:
+    // mix:   s[x] -= s[y]; s[x] ^= rot(s[y], k); s[y] += s[z]
+    const MIX: [(usize, usize, usize, u32); 6] = [
+        (0, 2, 1, 4),
+        (1, 0, 2, 6),
+        (2, 1, 0, 8),
+        (0, 2, 1, 16),
+        (1, 0, 2, 19),
+        (2, 1, 0, 4),
+    ];
+    // final: s[x] ^= s[y]; s[x] -= rot(s[y], k)
+    const FINAL: [(usize, usize, u32); 7] = [
+        (2, 1, 14),
+        (0, 2, 11),
+        (1, 0, 25),
+        (2, 1, 16),
+        (0, 2, 4),
+        (1, 0, 14),
+        (2, 1, 24),
+    ];
+    let init = 0xdead_beefu32
         .wrapping_add(key.len() as u32)
         .wrapping_add(initval);
-    let (mut b, mut c) = (a, a);
+    let mut s = [init; 3];
     let word = |k: &[u8]| -> u32 {
         k.iter()
             .enumerate()
@@ -643,53 +664,30 @@ pub fn lookup3(key: &[u8], initval: u32) -> u32 {
     };
     let mut rest = key;
     while rest.len() > 12 {
-        a = a.wrapping_add(word(&rest[0..4]));
-        b = b.wrapping_add(word(&rest[4..8]));
-        c = c.wrapping_add(word(&rest[8..12]));
-        // mix(a, b, c)
-        a = a.wrapping_sub(c);
-        a ^= c.rotate_left(4);
-        c = c.wrapping_add(b);
-        b = b.wrapping_sub(a);
-        b ^= a.rotate_left(6);
-        a = a.wrapping_add(c);
-        c = c.wrapping_sub(b);
-        c ^= b.rotate_left(8);
-        b = b.wrapping_add(a);
-        a = a.wrapping_sub(c);
-        a ^= c.rotate_left(16);
-        c = c.wrapping_add(b);
-        b = b.wrapping_sub(a);
-        b ^= a.rotate_left(19);
-        a = a.wrapping_add(c);
-        c = c.wrapping_sub(b);
-        c ^= b.rotate_left(4);
-        b = b.wrapping_add(a);
+        for (i, v) in s.iter_mut().enumerate() {
+            *v = v.wrapping_add(word(&rest[4 * i..4 * i + 4]));
+        }
+        for (x, y, z, k) in MIX {
+            s[x] = s[x].wrapping_sub(s[y]);
+            s[x] ^= s[y].rotate_left(k);
+            s[y] = s[y].wrapping_add(s[z]);
+        }
         rest = &rest[12..];
     }
     if rest.is_empty() {
-        return c;
+        return s[2];
     }
-    let part = |from: usize| word(rest.get(from..rest.len().min(from + 4)).unwrap_or(&[]));
-    a = a.wrapping_add(part(0));
-    b = b.wrapping_add(part(4));
-    c = c.wrapping_add(part(8));
-    // final(a, b, c)
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(14));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(11));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(25));
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(16));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(4));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(14));
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(24));
-    c
+    for (i, v) in s.iter_mut().enumerate() {
+        let from = 4 * i;
+        *v = v.wrapping_add(word(
+            rest.get(from..rest.len().min(from + 4)).unwrap_or(&[]),
+        ));
+    }
+    for (x, y, k) in FINAL {
+        s[x] ^= s[y];
+        s[x] = s[x].wrapping_sub(s[y].rotate_left(k));
+    }
+    s[2]
 }
 
 #[cfg(test)]
