@@ -781,3 +781,25 @@ fn info_says_what_the_cache_holds() {
         "{info}"
     );
 }
+
+/// An encrypted array's decrypted bytes stay out of the cache unless asked for.
+#[test]
+fn encrypted_arrays_are_cached_only_with_cache_decrypted() {
+    let (array, expected) = fixture("encrypted");
+    assert!(expected["encryption"]["key"].is_string());
+    for decrypted in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = CacheConfig {
+            dir: dir.path().to_path_buf(),
+            size: Some(1 << 30),
+            decrypted,
+        };
+        let (_, tree) = cached(&array, &expected, &config);
+        check_tree(&tree, &expected).unwrap();
+        let kept = cache_files(dir.path(), ".data").len();
+        match decrypted {
+            false => assert_eq!(kept, 0, "decrypted bytes cached without --cache-decrypted"),
+            true => assert!(kept > 0, "nothing cached with --cache-decrypted"),
+        }
+    }
+}
