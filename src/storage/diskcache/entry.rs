@@ -436,6 +436,7 @@ impl Entry {
         } else {
             end / BLOCK * BLOCK
         };
+        self.touch();
         let mut b = offset.div_ceil(BLOCK);
         let mut kept = 0;
         while b * BLOCK < whole_end && !self.is_retired() {
@@ -449,7 +450,8 @@ impl Entry {
             }
             let (from, to) = (b * BLOCK, (e * BLOCK).min(whole_end));
             let run = &bytes[(from - offset) as usize..(to - offset) as usize];
-            if !store(to - from) {
+            // Room as the disk counts it: whole 4 KiB pages.
+            if !store((to - from).next_multiple_of(4096)) {
                 break;
             }
             self.write_blocks(b, run);
