@@ -15,7 +15,7 @@ use fragfs::serve::s3api::S3Face;
 use fragfs::serve::{Faces, Limits, ServeRequest};
 use fragfs::storage::diskcache::DiskCache;
 use fragfs::view::cached::CachedTree;
-use fragfs::view::{open_source, with_disk_cache, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
+use fragfs::view::{open_disk_cache, open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
 
 fn main() -> ExitCode {
@@ -64,14 +64,14 @@ fn main() -> ExitCode {
 
 fn open(args: &ArrayArgs) -> Result<Arc<dyn FileTree>> {
     let key = args.encryption_key.as_deref().map(parse_key).transpose()?;
-    let tree = open_source(
+    open_source(
         &args.array,
         &args.s3.options(),
         OpenOptions { key },
         args.chunk_options(),
         DEFAULT_CACHE_SIZE,
-    )?;
-    with_disk_cache(tree, args.disk_cache.config().as_ref())
+        open_disk_cache(args.disk_cache.config().as_ref())?,
+    )
 }
 
 fn run(command: Command) -> Result<()> {

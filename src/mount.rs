@@ -13,7 +13,7 @@ use crate::daemon::{self, Reporter, Signals};
 use crate::error::{Error, Result};
 use crate::fuse::{self, MountConfig};
 use crate::storage::s3::{is_s3_uri, S3Options};
-use crate::view::{open_source, ChunkOptions, FileTree};
+use crate::view::{open_disk_cache, open_source, ChunkOptions, FileTree};
 
 /// Everything `fragfs mount` was asked to do.
 #[derive(Debug, Clone)]
@@ -79,15 +79,18 @@ pub fn run(request: MountRequest) -> Result<()> {
     serve(view, &request, reporter)
 }
 
+/// The tree, read through the disk cache where one is asked for. The daemon of an S3
+/// array calls this again after forking: its cache is opened anew there, beside the
+/// store (the check before forking kept what it fetched in the same folder).
 fn open(request: &MountRequest) -> Result<Arc<dyn FileTree>> {
-    let tree = open_source(
+    open_source(
         &request.array,
         &request.s3,
         request.options.clone(),
         request.chunk,
         request.cache_size,
-    )?;
-    crate::view::with_disk_cache(tree, request.disk_cache.as_ref())
+        open_disk_cache(request.disk_cache.as_ref())?,
+    )
 }
 
 /// In the daemon (or the foreground process): mount, report, serve, and stop on a signal.

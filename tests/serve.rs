@@ -652,6 +652,7 @@ fn a_group_is_served_as_mounted() {
         Default::default(),
         Default::default(),
         64 << 20,
+        None,
     )
     .unwrap();
     let server = serve(tree.clone(), None);

@@ -29,7 +29,7 @@ use crate::daemon::Signals;
 use crate::error::{Error, Result};
 use crate::storage::s3::S3Options;
 use crate::view::prefetch::Prefetcher;
-use crate::view::{open_source, ChunkOptions, FileTree};
+use crate::view::{open_disk_cache, open_source, ChunkOptions, FileTree};
 
 pub use conn::Limits;
 
@@ -96,8 +96,8 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
         request.options.clone(),
         request.chunk,
         request.cache_size,
+        open_disk_cache(request.disk_cache.as_ref())?,
     )?;
-    let tree = crate::view::with_disk_cache(tree, request.disk_cache.as_ref())?;
     let server = Server::start(tree, &request.faces, request.threads)?;
     for (face, url) in server.urls() {
         ready(face, &url);

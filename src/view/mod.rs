@@ -207,19 +207,29 @@ pub struct ChunkOptions {
 }
 
 /// Opens what `path` holds, a local path or an `s3://bucket/prefix` URI (reached as
-/// `s3` says). On object storage the cache budget is shared half and half between the
-/// fetched bytes and the decoded chunks, so the whole stays within `cache_size`.
+/// `s3` says), read through the disk cache `disk` (`--cache-dir`, opened by
+/// [`open_disk_cache`]) where there is one: its decoded files are kept there, and an S3
+/// store keeps the bytes it fetches there too, so a later mount asks the store for
+/// none of what was read before. On object storage the cache budget is shared half and
+/// half between the fetched bytes and the decoded chunks, so the whole stays within
+/// `cache_size`.
 pub fn open_source(
     path: &Path,
     s3: &S3Options,
     options: OpenOptions,
     chunk: ChunkOptions,
     cache_size: u64,
+    disk: Option<Arc<DiskCache>>,
 ) -> Result<Arc<dyn FileTree>> {
-    if !is_s3_uri(path) {
-        return open_tree(path, options, chunk, cache_size);
-    }
-    open_s3(path, s3, options, cache_size)
+    let tree = if is_s3_uri(path) {
+        open_s3(path, s3, options, cache_size, disk.clone())?
+    } else {
+        open_tree(path, options, chunk, cache_size)?
+    };
+    Ok(match disk {
+        Some(cache) => Arc::new(cached::CachedTree::new(tree, cache)),
+        None => tree,
+    })
 }
 
 #[cfg(feature = "s3")]
@@ -228,9 +238,10 @@ fn open_s3(
     s3: &S3Options,
     options: OpenOptions,
     cache_size: u64,
+    disk: Option<Arc<DiskCache>>,
 ) -> Result<Arc<dyn FileTree>> {
     let uri = path.to_string_lossy();
-    let store = crate::storage::S3Store::open(&uri, s3, cache_size / 2)?;
+    let store = crate::storage::S3Store::open(&uri, s3, cache_size / 2, disk)?;
     open_store(Arc::new(store), options, cache_size - cache_size / 2)
 }
 
@@ -240,6 +251,7 @@ fn open_s3(
     _s3: &S3Options,
     _options: OpenOptions,
     _cache_size: u64,
+    _disk: Option<Arc<DiskCache>>,
 ) -> Result<Arc<dyn FileTree>> {
     Err(Error::InvalidArgument(format!(
         "{}: this fragfs was built without S3 support (the `s3` feature)",
@@ -247,13 +259,12 @@ fn open_s3(
     )))
 }
 
-/// `tree` read through the disk cache that `config` names (`--cache-dir`), or as it is.
-pub fn with_disk_cache(
-    tree: Arc<dyn FileTree>,
-    config: Option<&CacheConfig>,
-) -> Result<Arc<dyn FileTree>> {
+/// The disk cache that `config` names (`--cache-dir`), opened (made if needed), or
+/// `None` without one: opened before the source, so the one cache serves both the
+/// decoded files and an S3 store's fetched bytes ([`open_source`]).
+pub fn open_disk_cache(config: Option<&CacheConfig>) -> Result<Option<Arc<DiskCache>>> {
     let Some(config) = config else {
-        return Ok(tree);
+        return Ok(None);
     };
     let cache = Arc::new(DiskCache::open(config)?);
     log::info!(
@@ -263,7 +274,7 @@ pub fn with_disk_cache(
         cache.budget() >> 20,
         cache.floor() >> 20
     );
-    Ok(Arc::new(cached::CachedTree::new(tree, cache)))
+    Ok(Some(cache))
 }
 
 /// Opens what the local `path` holds, sniffing which tree fits: a Filo fragment folder (it has

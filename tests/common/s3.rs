@@ -2,15 +2,16 @@
 //! `FRAGFS_TEST_S3S`), started on 127.0.0.1 on a free port with SigV4 keys, over a root
 //! folder whose sub-folders are the buckets (objects are plain files: a copied folder is
 //! a bucket); and a small HTTP proxy between fragfs and the server that counts requests
-//! and injects faults (error statuses, a server gone, truncated bodies, a wrong
-//! Content-Length).
+//! (and how many GETs were in flight at once), injects faults (error statuses, a server
+//! gone, truncated bodies, a wrong Content-Length), and can play a server whose listings
+//! carry ETags (s3s-fs lists none; AWS S3, MinIO, Garage and Ceph do).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub const ACCESS_KEY: &str = "fragfs-test-key";
@@ -192,25 +193,48 @@ pub enum Fault {
 struct ProxyState {
     seen: Vec<Seen>,
     faults: Vec<Fault>,
+    /// Object GETs being answered now, and the most there were at once.
+    in_flight: usize,
+    max_in_flight: usize,
+    /// While non-zero, object GETs are held until this many are in flight together.
+    hold: usize,
+    /// The server's root folder, when listings and GET answers are to carry ETags
+    /// computed from the objects' bytes (see [`Proxy::list_etags`]).
+    etags_from: Option<PathBuf>,
+    /// GET answers carry another ETag than the listings (a server whose listings and
+    /// answers never agree).
+    etags_disagree: bool,
+}
+
+/// What the proxy's connections share.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<ProxyState>,
+    /// Signalled when held GETs may go on.
+    released: Condvar,
 }
 
 /// An HTTP proxy on 127.0.0.1 in front of the server: one request per connection
 /// (answers say `Connection: close`), every request recorded.
 pub struct Proxy {
     pub port: u16,
-    state: Arc<Mutex<ProxyState>>,
+    shared: Arc<Shared>,
     down: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
+
+/// How long held GETs wait for the others before they go on anyway (and the test that
+/// held them sees fewer in flight than it asked for).
+const HOLD_LIMIT: Duration = Duration::from_secs(20);
 
 impl Proxy {
     pub fn start(upstream: u16) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let state: Arc<Mutex<ProxyState>> = Arc::default();
+        let shared: Arc<Shared> = Arc::default();
         let down = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, d, st) = (state.clone(), down.clone(), stop.clone());
+        let (s, d, st) = (shared.clone(), down.clone(), stop.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if st.load(Ordering::SeqCst) {
@@ -225,10 +249,44 @@ impl Proxy {
         });
         Proxy {
             port,
-            state,
+            shared,
             down,
             stop,
         }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ProxyState> {
+        self.shared.state.lock().unwrap()
+    }
+
+    /// The next object GETs are held (unanswered) until `n` of them are in flight
+    /// together, then all go on: requests issued together meet there, requests issued
+    /// one after another never do (the first waits [`HOLD_LIMIT`], and
+    /// [`Proxy::max_in_flight`] says 1).
+    pub fn hold_gets(&self, n: usize) {
+        self.state().hold = n;
+    }
+
+    /// The most object GETs in flight at once since the last [`Proxy::reset`].
+    pub fn max_in_flight(&self) -> usize {
+        self.state().max_in_flight
+    }
+
+    /// From now on the proxy plays a server whose listings carry ETags (as AWS S3,
+    /// MinIO, Garage and Ceph do; s3s-fs lists none): each object of a listing gets
+    /// one, and each GET answer the same one in place of the server's, made from the
+    /// bytes of the object's file under `root` (the server's root folder) as they are
+    /// when asked. Keys must be plain (no character that XML or URLs escape).
+    pub fn list_etags(&self, root: &Path) {
+        self.state().etags_from = Some(root.to_path_buf());
+    }
+
+    /// As [`Proxy::list_etags`], but every GET answer carries an ETag other than the
+    /// listing's: a server whose listings and answers never agree.
+    pub fn list_disagreeing_etags(&self, root: &Path) {
+        let mut s = self.state();
+        s.etags_from = Some(root.to_path_buf());
+        s.etags_disagree = true;
     }
 
     pub fn endpoint(&self) -> String {
@@ -242,23 +300,26 @@ impl Proxy {
 
     /// The next object GETs meet these faults, one each, in order.
     pub fn inject(&self, faults: &[Fault]) {
-        self.state.lock().unwrap().faults.extend_from_slice(faults);
+        self.state().faults.extend_from_slice(faults);
     }
 
     pub fn clear_faults(&self) {
-        self.state.lock().unwrap().faults.clear();
+        self.state().faults.clear();
     }
 
     pub fn faults_left(&self) -> usize {
-        self.state.lock().unwrap().faults.len()
+        self.state().faults.len()
     }
 
     pub fn seen(&self) -> Vec<Seen> {
-        self.state.lock().unwrap().seen.clone()
+        self.state().seen.clone()
     }
 
+    /// Forgets the requests seen and the most GETs in flight.
     pub fn reset(&self) {
-        self.state.lock().unwrap().seen.clear();
+        let mut s = self.state();
+        s.seen.clear();
+        s.max_in_flight = s.in_flight;
     }
 }
 
@@ -327,12 +388,95 @@ fn read_body(r: &mut impl BufRead, head: &[String], is_head: bool) -> std::io::R
     Ok(Vec::new())
 }
 
+/// An object GET counted in flight while it lives.
+struct InFlight<'a>(&'a Shared);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().unwrap().in_flight -= 1;
+    }
+}
+
+impl Shared {
+    /// Counts a GET in flight, and holds it while [`Proxy::hold_gets`] asks.
+    fn start_get(&self) -> InFlight<'_> {
+        let mut s = self.state.lock().unwrap();
+        s.in_flight += 1;
+        s.max_in_flight = s.max_in_flight.max(s.in_flight);
+        if s.hold > 0 && s.in_flight >= s.hold {
+            s.hold = 0;
+            self.released.notify_all();
+        }
+        let deadline = Instant::now() + HOLD_LIMIT;
+        while s.hold > 0 && Instant::now() < deadline {
+            s = self.released.wait_timeout(s, HOLD_LIMIT).unwrap().0;
+        }
+        InFlight(self)
+    }
+}
+
+/// The ETag the proxy gives the object `key` of `bucket` (see [`Proxy::list_etags`]): a
+/// digest of its file's bytes, quoted as servers send ETags.
+fn etag_of(root: &Path, bucket: &str, key: &str) -> Option<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(root.join(bucket).join(key)).ok()?;
+    let d = sha2::Sha256::digest(&bytes);
+    Some(format!(
+        "\"{}\"",
+        d[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    ))
+}
+
+/// A listing's XML with an `<ETag>` in each `<Contents>` (after its `<Key>`).
+fn with_listed_etags(body: &[u8], root: &Path, bucket: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::with_capacity(text.len() + 1024);
+    let mut rest = &*text;
+    while let Some(at) = rest.find("<Contents><Key>") {
+        let key_start = at + "<Contents><Key>".len();
+        let Some(len) = rest[key_start..].find("</Key>") else {
+            break;
+        };
+        let key_end = key_start + len + "</Key>".len();
+        out.push_str(&rest[..key_end]);
+        let key = &rest[key_start..key_start + len];
+        if let Some(etag) = etag_of(root, bucket, key) {
+            out.push_str(&format!("<ETag>{}</ETag>", etag.replace('"', "&quot;")));
+        }
+        rest = &rest[key_end..];
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+/// A chunked body (as [`read_body`] keeps it) as the bytes it carries.
+fn dechunked(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(nl) = body[at..].windows(2).position(|w| w == b"\r\n") {
+        let line = String::from_utf8_lossy(&body[at..at + nl]);
+        let size =
+            usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+        at += nl + 2;
+        if size == 0 || at + size > body.len() {
+            break;
+        }
+        out.extend_from_slice(&body[at..at + size]);
+        at += size + 2;
+    }
+    out
+}
+
 fn serve(
     client: TcpStream,
     upstream: u16,
-    state: &Mutex<ProxyState>,
+    shared: &Shared,
     down: &AtomicBool,
 ) -> std::io::Result<()> {
+    let state = &shared.state;
     if down.load(Ordering::SeqCst) {
         // Gone: the connection closes unanswered.
         drop(client);
@@ -358,6 +502,11 @@ fn serve(
         } else {
             None
         }
+    };
+    let _in_flight = seen.is_get().then(|| shared.start_get());
+    let (etags_from, etags_disagree) = {
+        let s = state.lock().unwrap();
+        (s.etags_from.clone(), s.etags_disagree)
     };
     let mut client = client;
     if fault == Some(Fault::Stall) {
@@ -390,8 +539,32 @@ fn serve(
     write!(up, "\r\n")?;
     up.write_all(&request_body)?;
     let mut up_reader = BufReader::new(up);
-    let answer = read_head(&mut up_reader)?;
-    let body = read_body(&mut up_reader, &answer, method == "HEAD")?;
+    let mut answer = read_head(&mut up_reader)?;
+    let mut body = read_body(&mut up_reader, &answer, method == "HEAD")?;
+    if let Some(root) = &etags_from {
+        // `/bucket/key?query`, path style.
+        let path = seen.target.split('?').next().unwrap_or_default();
+        let (bucket, key) = path
+            .trim_start_matches('/')
+            .split_once('/')
+            .unwrap_or((path.trim_start_matches('/'), ""));
+        if seen.is_listing() {
+            if header(&answer, "transfer-encoding").is_some() {
+                body = dechunked(&body);
+                answer.retain(|l| !l.to_ascii_lowercase().starts_with("transfer-encoding"));
+            }
+            body = with_listed_etags(&body, root, bucket);
+        } else if seen.is_get() {
+            if let Some(etag) = etag_of(root, bucket, key) {
+                let etag = match etags_disagree {
+                    true => etag.replace('"', "\"x"),
+                    false => etag,
+                };
+                answer.retain(|l| !l.to_ascii_lowercase().starts_with("etag:"));
+                answer.push(format!("ETag: {etag}"));
+            }
+        }
+    }
     let keep: Vec<&String> = answer
         .iter()
         .filter(|l| {

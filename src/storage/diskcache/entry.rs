@@ -417,6 +417,50 @@ impl Entry {
         Ok(outcome)
     }
 
+    /// Whether the index says block `b` holds the file's bytes (checked against its
+    /// record when it is read: [`Entry::read`] fills it again if it does not).
+    pub fn holds(&self, b: u64) -> bool {
+        self.blocks
+            .get(b as usize)
+            .is_some_and(|w| w.load(Ordering::Acquire) != 0)
+    }
+
+    /// Keeps `bytes`, the file's bytes from `offset` on that the caller got elsewhere
+    /// (an object fetched whole or in parts), as far as they cover whole blocks (the
+    /// file's last block may be short) that the entry does not hold yet: each run of
+    /// them offered through `store`, as in [`Entry::read`]. Returns the bytes written.
+    pub fn keep(&self, offset: u64, bytes: &[u8], store: &mut dyn FnMut(u64) -> bool) -> u64 {
+        let end = offset.saturating_add(bytes.len() as u64).min(self.size);
+        let whole_end = if end == self.size {
+            end
+        } else {
+            end / BLOCK * BLOCK
+        };
+        self.touch();
+        let mut b = offset.div_ceil(BLOCK);
+        let mut kept = 0;
+        while b * BLOCK < whole_end && !self.is_retired() {
+            if self.holds(b) {
+                b += 1;
+                continue;
+            }
+            let mut e = b + 1;
+            while e * BLOCK < whole_end && !self.holds(e) {
+                e += 1;
+            }
+            let (from, to) = (b * BLOCK, (e * BLOCK).min(whole_end));
+            let run = &bytes[(from - offset) as usize..(to - offset) as usize];
+            // Room as the disk counts it: whole 4 KiB pages.
+            if !store((to - from).next_multiple_of(4096)) {
+                break;
+            }
+            self.write_blocks(b, run);
+            kept += to - from;
+            b = e;
+        }
+        kept
+    }
+
     /// Writes whole blocks from `first` on: bytes first, then each block's record.
     /// A failed write (a full disk) leaves the blocks absent.
     fn write_blocks(&self, first: u64, bytes: &[u8]) {
@@ -503,6 +547,31 @@ mod tests {
         let (out, o) = read(&e, &bytes, 0, size + 50);
         assert_eq!(out, bytes);
         assert_eq!((o.hit, o.filled), (size, 0));
+    }
+
+    /// Bytes got elsewhere (an object's parts) are kept where they cover whole blocks,
+    /// the short last block included, and read back from the cache.
+    #[test]
+    fn bytes_kept_from_elsewhere_cover_whole_blocks_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = file(3 * BLOCK as usize + 100);
+        let size = bytes.len() as u64;
+        let e = Entry::create(&dir.path().join("e"), KEY, size).unwrap();
+        // Bytes 100.. to two blocks and a half: only block 1 is whole.
+        let (from, to) = (100, 2 * BLOCK + BLOCK / 2);
+        let kept = e.keep(from, &bytes[from as usize..to as usize], &mut |_| true);
+        assert_eq!(kept, BLOCK);
+        assert!(!e.holds(0) && e.holds(1) && !e.holds(2) && !e.holds(3));
+        // The tail, from block 2 on: blocks 2 and the short 3; block 1 is not rewritten.
+        let kept = e.keep(BLOCK, &bytes[BLOCK as usize..], &mut |_| true);
+        assert_eq!(kept, BLOCK + 100);
+        assert!(e.holds(2) && e.holds(3));
+        // Refused room keeps nothing.
+        assert_eq!(e.keep(0, &bytes, &mut |_| false), 0);
+        assert!(!e.holds(0));
+        let (out, o) = read(&e, &bytes, BLOCK, size);
+        assert_eq!(out, &bytes[BLOCK as usize..]);
+        assert_eq!((o.hit, o.filled), (2 * BLOCK + 100, 0));
     }
 
     #[test]

@@ -9,12 +9,19 @@
 //! [`CacheScope::State`] names in full. Keys also carry the build of fragfs that decoded
 //! them ([`build_id`]): a fixed decoder never serves what an older one produced.
 //!
+//! Objects of object storage are kept here too, as they were fetched (raw, before any
+//! decoding): an object's bytes are a function of its store, key and version (its ETag),
+//! which [`CacheScope::Object`] names, so they are kept whatever build of fragfs reads
+//! them (see `storage/s3/disk.rs`).
+//!
 //! On disk, under the cache folder (made 0700, with a `CACHEDIR.TAG`):
-//! `v1/<array>/fragments/<fragment>/<file>.{data,idx}` and
-//! `v1/<array>/states/<state>/<file>.{data,idx}`, where `<array>`, `<state>` and `<file>`
-//! are digests of the full key text, which each index also holds and is checked against
-//! (see [`entry`]). Per-fragment folders are named after the fragment, so the entries of
-//! a vacuumed fragment are dropped as one folder ([`DiskCache::retain_fragments`]).
+//! `v1/<array>/fragments/<fragment>/<file>.{data,idx}`,
+//! `v1/<array>/states/<state>/<file>.{data,idx}` and
+//! `v1/objects/<store>/<object>.{data,idx}`, where `<array>`, `<state>`, `<file>`,
+//! `<store>` and `<object>` are digests of the full key text, which each index also
+//! holds and is checked against (see [`entry`]). Per-fragment folders are named after
+//! the fragment, so the entries of a vacuumed fragment are dropped as one folder
+//! ([`DiskCache::retain_fragments`]); objects go by least recent use only.
 //!
 //! Bounds: the cache stays within its size (least recently used entries go first; an
 //! entry's last use is its index's modification time) and never brings the disk's free
@@ -45,16 +52,19 @@ const DEFAULT_FRACTION: u64 = 10;
 const DEFAULT_MAX: u64 = 10 << 30;
 /// Entries kept open at once (two descriptors each); more are reopened on need.
 const OPEN_ENTRIES: usize = 256;
+/// The folder of object entries, beside the arrays' folders (digests, never this name).
+const OBJECTS: &str = "objects";
 
 /// What a cached file is: the array it belongs to, the scope that fixes its bytes, and
 /// the file's path inside that scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
     /// The array's identity: its canonical location (a folder's absolute path, an
-    /// `s3://bucket/prefix`).
+    /// `s3://bucket/prefix`); for an object, its store (endpoint and bucket).
     pub array: String,
     pub scope: CacheScope,
-    /// The file inside the scope, as the tree shows it (`a/data.bin`, `zarr/a/c/0/0`).
+    /// The file inside the scope, as the tree shows it (`a/data.bin`, `zarr/a/c/0/0`);
+    /// for an object, its key in the bucket.
     pub file: String,
     /// Whether these bytes were decrypted (only cached with `--cache-decrypted`).
     pub decrypted: bool,
@@ -68,6 +78,11 @@ pub enum CacheScope {
     /// A merged state, described in full (timestamp, schema, visible fragments, deletes):
     /// the same text is the same bytes.
     State(String),
+    /// An object of object storage as fetched, by its version (`etag "..."`, or its size
+    /// and modification time where the listing gives no ETag): another version of the
+    /// key is another entry, so bytes of a rewritten object are never served for it.
+    /// Raw bytes do not depend on the decoder: the key does not carry the build.
+    Object(String),
 }
 
 /// How `--cache-dir` was asked for.
@@ -260,10 +275,23 @@ impl DiskCache {
     }
 
     fn base_of(&self, key: &CacheKey) -> PathBuf {
-        let array = self.array_folder(&key.array);
         let scope = match &key.scope {
-            CacheScope::Fragment(name) => array.join("fragments").join(folder_name(name)),
-            CacheScope::State(state) => array.join("states").join(hex_digest(state)),
+            CacheScope::Fragment(name) => self
+                .array_folder(&key.array)
+                .join("fragments")
+                .join(folder_name(name)),
+            CacheScope::State(state) => self
+                .array_folder(&key.array)
+                .join("states")
+                .join(hex_digest(state)),
+            CacheScope::Object(version) => {
+                let object = hex_digest(&format!("{}\n{version}", key.file));
+                return self
+                    .root
+                    .join(OBJECTS)
+                    .join(hex_digest(&key.array))
+                    .join(object);
+            }
         };
         scope.join(hex_digest(&key.file))
     }
@@ -272,6 +300,12 @@ impl DiskCache {
         let scope = match &key.scope {
             CacheScope::Fragment(name) => format!("fragment {name}"),
             CacheScope::State(state) => format!("state {state}"),
+            CacheScope::Object(version) => {
+                return format!(
+                    "object\nstore {}\nkey {}\nversion {version}\n",
+                    key.array, key.file
+                )
+            }
         };
         format!(
             "{}\narray {}\n{scope}\nfile {}\n",
@@ -690,6 +724,48 @@ mod tests {
         c.decrypted = true;
         let cache = DiskCache::open(&c).unwrap();
         assert!(cache.entry(&k, 10).unwrap().is_some());
+    }
+
+    /// Objects live apart from the arrays' decoded files, one entry per version, under
+    /// a key that does not name the build (raw bytes do not depend on the decoder).
+    #[test]
+    fn object_entries_are_per_version_and_not_per_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::open(&config(dir.path(), 1 << 30)).unwrap();
+        let object = |version: &str| CacheKey {
+            array: "http://127.0.0.1:9000 s3://b".into(),
+            scope: CacheScope::Object(version.into()),
+            file: "a/__fragments/f/a0.tdb".into(),
+            decrypted: false,
+        };
+        let one = cache
+            .entry(&object("size 100 etag e1"), 100)
+            .unwrap()
+            .unwrap();
+        let two = cache
+            .entry(&object("size 100 etag e2"), 100)
+            .unwrap()
+            .unwrap();
+        assert_ne!(one.base(), two.base());
+        assert!(one.base().starts_with(cache.root().join(OBJECTS)));
+        fill(&one, &cache);
+        let index = std::fs::read(entry::index_path(one.base())).unwrap();
+        let text = String::from_utf8_lossy(&index);
+        assert!(text.contains("version size 100 etag e1"), "{text}");
+        assert!(!text.contains(build_id()), "{text}");
+        // An array's vacuum list does not reach the objects of its store.
+        cache
+            .retain_fragments("http://127.0.0.1:9000 s3://b", &HashSet::new())
+            .unwrap();
+        assert!(!one.is_retired() && entry::data_path(one.base()).exists());
+        // Opened again: the same entry, its bytes there.
+        drop((one, two));
+        let cache = DiskCache::open(&config(dir.path(), 1 << 30)).unwrap();
+        let again = cache
+            .entry(&object("size 100 etag e1"), 100)
+            .unwrap()
+            .unwrap();
+        assert!(again.is_complete());
     }
 
     #[test]

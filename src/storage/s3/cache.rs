@@ -58,6 +58,12 @@ impl ByteCache {
         self.etags.insert(key.to_string(), etag.to_string());
     }
 
+    /// Forgets the ETag of `key` (its listing says it changed, without an ETag): its
+    /// kept bytes are not served until a response tells the ETag again.
+    pub fn forget_etag(&mut self, key: &str) {
+        self.etags.remove(key);
+    }
+
     fn etag(&self, key: &str) -> Option<&String> {
         self.etags.get(key)
     }

@@ -8,9 +8,12 @@
 //!   ETags come with it, so no object is ever asked for its size on its own, and no
 //!   prefix is ever probed as an object;
 //! - reads are ranged GETs, several ranges of one object fetched concurrently; a tile's
-//!   chunk headers are found in one GET of the whole tile ([`Store::walk_window`]);
+//!   chunk headers are found in one fetch of the whole tile ([`Store::walk_window`]),
+//!   cut into parts of about 1 MiB issued together ([`parts`]);
 //! - fetched bytes are kept by (key, ETag) within a budget ([`cache`]): the chunk reads
 //!   after a tile's walk, and a sequential reader's next reads, cost no request;
+//! - with a disk cache (`--cache-dir`), fetched bytes are kept there too, by (endpoint,
+//!   bucket, key, version) ([`disk`]): a later mount reads them without a request;
 //! - a sequential reader gets a read-ahead window that starts at 1 MiB and doubles while
 //!   it keeps up ([`window`]); a random reader never fetches ahead;
 //! - a read that another reader (or the read-ahead) is fetching already waits for that
@@ -32,7 +35,11 @@
 pub mod cache;
 pub mod config;
 #[cfg(feature = "s3")]
+pub mod disk;
+#[cfg(feature = "s3")]
 pub mod failure;
+#[cfg(feature = "s3")]
+pub mod parts;
 #[cfg(feature = "s3")]
 mod store;
 #[cfg(feature = "s3")]

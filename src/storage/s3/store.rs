@@ -1,12 +1,15 @@
 //! The S3 store itself: see the module above for what it asks of the server.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::client::HttpError;
 use object_store::path::Path as ObjectPath;
@@ -14,17 +17,13 @@ use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectSto
 
 use super::cache::ByteCache;
 use super::config::{self, S3Options, S3Uri};
+use super::disk::{self, Answer, ObjectDisk, Version};
 use super::failure::{self, observed, Failure, Seen};
+use super::parts::{self, AHEAD_PART, READ_PART};
 use super::window::Windows;
 use crate::error::{Error, Place, Result};
+use crate::storage::diskcache::{DiskCache, BLOCK};
 use crate::storage::{check_key, join, past_end, Listed, Pin, RangeRead, Store};
-
-/// The largest piece of a read-ahead window fetched by one request: pieces are fetched
-/// concurrently, and a reader waits for the piece it needs, not the whole window. Over
-/// the bench's loopback server (a sequential `cat` of 8 fragments, 4 runs each): 4 MiB
-/// pieces 332-373 MB/s, 8 MiB 276-320 (each response streams at its own pace, so more
-/// of them in flight keep more of the server busy).
-const PART: u64 = 4 << 20;
 
 /// The largest read-ahead window (also bounded by a quarter of the byte cache, so what
 /// is fetched ahead is still there when the reader gets to it). A quarter rather than an
@@ -32,9 +31,9 @@ const PART: u64 = 4 << 20;
 /// requests in flight (an eighth was slower; a half no faster: 313-344 MB/s).
 const MAX_WINDOW: u64 = 64 << 20;
 
-/// Sizes remembered at most; past it the map starts over (a forgotten size costs one
-/// listing of the parent folder).
-const KEPT_SIZES: usize = 200_000;
+/// Objects remembered at most; past it the map starts over (a forgotten object costs
+/// one listing of its folder).
+const KEPT_OBJECTS: usize = 200_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -44,21 +43,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Fetch {
     key: String,
     range: Range<u64>,
-    result: Mutex<Option<Result<Bytes>>>,
+    /// Where its bytes are kept on disk, and the version they must come from.
+    disk: Option<ObjectDisk>,
+    result: Mutex<Option<Result<Fetched>>>,
     done: Condvar,
 }
 
+/// The bytes a GET brought.
+#[derive(Debug, Clone)]
+struct Fetched {
+    bytes: Bytes,
+    /// The response agreed with the version the fetch was planned for (or there was
+    /// none): false when the object changed since it was listed.
+    agrees: bool,
+}
+
 impl Fetch {
-    fn new(key: &str, range: Range<u64>) -> Arc<Fetch> {
+    fn new(key: &str, range: Range<u64>, disk: Option<&ObjectDisk>) -> Arc<Fetch> {
         Arc::new(Fetch {
             key: key.to_string(),
             range,
+            disk: disk.cloned(),
             result: Mutex::new(None),
             done: Condvar::new(),
         })
     }
 
-    fn wait(&self) -> Result<Bytes> {
+    fn wait(&self) -> Result<Fetched> {
         let mut result = lock(&self.result);
         loop {
             if let Some(r) = result.as_ref() {
@@ -66,6 +77,17 @@ impl Fetch {
             }
             result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Whether a reader that plans with `disk` may use this fetch's bytes: planned for
+    /// the same version of the object (or both for none).
+    fn serves(&self, key: &str, disk: Option<&ObjectDisk>) -> bool {
+        self.key == key
+            && match (&self.disk, disk) {
+                (Some(a), Some(b)) => a.version == b.version,
+                (None, None) => true,
+                _ => false,
+            }
     }
 }
 
@@ -96,14 +118,33 @@ enum Piece {
     Kept(u64, Bytes),
     /// A fetch under way (this reader's own, or another's).
     Fetching(Arc<Fetch>),
+    /// Bytes the disk cache holds (by its index; checked when read).
+    Disk(Range<u64>),
+}
+
+/// What a planned read gave.
+enum Outcome {
+    /// Per range, its pieces in order.
+    Read(Vec<Vec<(u64, Bytes)>>),
+    /// A response said the object is not the version the read was planned for: its
+    /// pieces may mix two versions, so the read is planned again.
+    Changed,
+}
+
+/// What listings and responses told of one object.
+#[derive(Debug, Clone)]
+struct Facts {
+    size: u64,
+    /// From its listing: what names its bytes in the disk cache.
+    version: Option<Arc<Version>>,
 }
 
 #[derive(Debug)]
 struct State {
     cache: ByteCache,
     windows: Windows,
-    /// Object sizes from listings and responses, by full key.
-    sizes: HashMap<String, u64>,
+    /// Objects seen in listings and responses, by full key.
+    objects: HashMap<String, Facts>,
     inflight: Vec<Arc<Fetch>>,
 }
 
@@ -115,6 +156,17 @@ struct Inner {
     /// How long a failing request is tried again.
     retry_timeout: Duration,
     state: Mutex<State>,
+    /// Where fetched bytes are kept across mounts (`--cache-dir`).
+    disk: Option<Arc<DiskCache>>,
+    /// The store's name in the disk cache's keys (endpoint and bucket).
+    identity: String,
+    /// Said once: a response disagreed with an object's listed version.
+    disagreed: AtomicBool,
+    /// Set when an object's responses disagreed with its listing twice in a row (a
+    /// server whose listings and answers never agree, rather than an object rewritten
+    /// under way): fetched bytes are no longer kept on disk, so reads stop paying for
+    /// the listings and GETs that each disagreement costs.
+    unreliable_versions: AtomicBool,
 }
 
 /// An object's bytes and what the response said about the object.
@@ -122,6 +174,18 @@ struct Got {
     bytes: Bytes,
     etag: Option<String>,
     size: u64,
+    /// Seconds since the epoch.
+    modified: i64,
+}
+
+impl Got {
+    fn answer(&self) -> Answer<'_> {
+        Answer {
+            etag: self.etag.as_deref(),
+            size: self.size,
+            modified: self.modified,
+        }
+    }
 }
 
 pub struct S3Store {
@@ -147,8 +211,13 @@ impl S3Store {
     /// Connects to `s3://bucket/prefix` and checks with one listing that something is
     /// there: a wrong credential, a missing bucket or prefix, or an unreachable endpoint
     /// is one clear error here, not a failure of the first read. `cache_bytes` bounds
-    /// the fetched bytes kept.
-    pub fn open(uri: &str, options: &S3Options, cache_bytes: u64) -> Result<S3Store> {
+    /// the fetched bytes kept in memory; `disk`, where given, keeps them across mounts.
+    pub fn open(
+        uri: &str,
+        options: &S3Options,
+        cache_bytes: u64,
+        disk: Option<Arc<DiskCache>>,
+    ) -> Result<S3Store> {
         let location = S3Uri::parse(uri)?;
         let resolved = config::resolve(options, &|k| std::env::var(k).ok(), &|p| {
             std::fs::read_to_string(p).ok()
@@ -170,9 +239,13 @@ impl S3Store {
                 state: Mutex::new(State {
                     cache: ByteCache::new(cache_bytes),
                     windows: Windows::new(max_window),
-                    sizes: HashMap::new(),
+                    objects: HashMap::new(),
                     inflight: Vec::new(),
                 }),
+                disk,
+                identity: disk::store_identity(resolved.endpoint.as_deref(), &location.bucket),
+                disagreed: AtomicBool::new(false),
+                unreliable_versions: AtomicBool::new(false),
             }),
             root: location.prefix.clone(),
         };
@@ -208,15 +281,20 @@ impl S3Store {
     }
 
     /// The bytes of `wanted` ranges of object `full` (`key` relative to the root, for
-    /// messages): from kept bytes, fetches under way, and GETs of the rest, all of them
-    /// issued at once. Per range, its pieces in order.
-    fn fetch_ranges(&self, full: &str, wanted: &[Range<u64>]) -> Result<Vec<Vec<(u64, Bytes)>>> {
+    /// messages): from kept bytes, the disk cache (`disk`: the object's entry there),
+    /// fetches under way, and GETs of the rest, in parts, all of them issued at once.
+    fn fetch_ranges(
+        &self,
+        full: &str,
+        wanted: &[Range<u64>],
+        disk: Option<&ObjectDisk>,
+    ) -> Result<Outcome> {
         let mut own = Vec::new();
         let plans: Vec<Vec<Piece>> = {
             let mut state = self.state();
             wanted
                 .iter()
-                .map(|r| plan(&mut state, full, r.clone(), u64::MAX, &mut own))
+                .map(|r| plan(&mut state, full, r.clone(), READ_PART, disk, &mut own))
                 .collect()
         };
         if !own.is_empty() {
@@ -225,14 +303,17 @@ impl S3Store {
                 fetches: own.clone(),
             };
             let inner = &self.inner;
-            let results = self.runtime.block_on(futures::future::join_all(
-                own.iter().map(|f| inner.get(full, Some(f.range.clone()))),
-            ));
+            let results: Vec<Result<Got>> = self.runtime.block_on(
+                futures::stream::iter(own.iter().map(|f| inner.get(full, Some(f.range.clone()))))
+                    .buffered(parts::MAX_IN_FLIGHT)
+                    .collect(),
+            );
             unfinished.fetches.clear();
             for (f, r) in own.iter().zip(results) {
                 inner.complete(f, r);
             }
         }
+        let mut changed = false;
         let mut out = Vec::with_capacity(plans.len());
         for plan in plans {
             let mut pieces = Vec::with_capacity(plan.len());
@@ -240,7 +321,7 @@ impl S3Store {
                 match piece {
                     Piece::Kept(start, bytes) => pieces.push((start, bytes)),
                     Piece::Fetching(f) => {
-                        let bytes = match f.wait() {
+                        let fetched = match f.wait() {
                             Ok(b) => b,
                             // Another's fetch failed (a read-ahead, say): this reader
                             // asks for itself, with its own retries.
@@ -248,27 +329,61 @@ impl S3Store {
                                 let got = self
                                     .runtime
                                     .block_on(self.inner.get(full, Some(f.range.clone())));
-                                let bytes =
-                                    got.as_ref().map(|g| g.bytes.clone()).map_err(Clone::clone);
-                                self.inner.remember(full, f.range.start, got);
-                                bytes?
+                                self.inner
+                                    .absorb(full, f.range.start, f.disk.as_ref(), got)?
                             }
                             Err(e) => return Err(e),
                         };
-                        pieces.push((f.range.start, bytes));
+                        changed |= !fetched.agrees;
+                        pieces.push((f.range.start, fetched.bytes));
+                    }
+                    Piece::Disk(range) => {
+                        let Some(d) = disk else { continue };
+                        let (bytes, agrees) = self.read_disk(full, d, range.clone())?;
+                        changed |= !agrees;
+                        pieces.push((range.start, bytes));
                     }
                 }
             }
             out.push(pieces);
         }
-        Ok(out)
+        Ok(if changed {
+            Outcome::Changed
+        } else {
+            Outcome::Read(out)
+        })
     }
 
-    /// Starts fetching `range` of `full` in the background, in pieces of at most
-    /// [`PART`], except what is kept or being fetched already.
-    fn fetch_ahead(&self, full: &str, range: Range<u64>) {
+    /// `range` of `full` from its disk entry: the blocks it holds, checked against
+    /// their records; those damaged on disk are fetched again (and kept). Also says
+    /// whether the fetched ones agreed with the entry's version.
+    fn read_disk(&self, full: &str, d: &ObjectDisk, range: Range<u64>) -> Result<(Bytes, bool)> {
+        let agrees = Cell::new(true);
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        let inner = &self.inner;
+        d.entry.read(
+            range.start,
+            range.end - range.start,
+            &mut out,
+            &mut |from, n, buf| {
+                let got = self.runtime.block_on(inner.get(full, Some(from..from + n)));
+                // Kept by `absorb` where it agrees with the version.
+                let fetched = inner.absorb(full, from, Some(d), got)?;
+                agrees.set(agrees.get() && fetched.agrees);
+                buf.extend_from_slice(&fetched.bytes);
+                Ok(())
+            },
+            &mut |_| false,
+        )?;
+        Ok((Bytes::from(out), agrees.get()))
+    }
+
+    /// Starts fetching `range` of `full` in the background, in parts of at most
+    /// [`AHEAD_PART`], except what is kept (in memory or on disk) or being fetched
+    /// already.
+    fn fetch_ahead(&self, full: &str, range: Range<u64>, disk: Option<&ObjectDisk>) {
         let mut parts = Vec::new();
-        plan(&mut self.state(), full, range, PART, &mut parts);
+        plan(&mut self.state(), full, range, AHEAD_PART, disk, &mut parts);
         for f in parts {
             let inner = self.inner.clone();
             let full = full.to_string();
@@ -284,20 +399,66 @@ impl S3Store {
         }
     }
 
+    /// What a listing or a response told of `full`.
+    fn facts(&self, full: &str) -> Option<Facts> {
+        self.state().objects.get(full).cloned()
+    }
+
     /// The size of `full` if a listing or a response told it.
     fn known_size(&self, full: &str) -> Option<u64> {
-        self.state().sizes.get(full).copied()
+        self.facts(full).map(|f| f.size)
+    }
+
+    /// The disk entry of object `key` (`full`), when a disk cache is configured and a
+    /// listing told the object's version: listed here if it was not yet (one listing
+    /// of its folder, which tells its neighbours' too). A cache that fails is passed
+    /// by, said in the log.
+    fn object_disk(&self, key: &str, full: &str, may_list: bool) -> Result<Option<ObjectDisk>> {
+        let Some(cache) = &self.inner.disk else {
+            return Ok(None);
+        };
+        if self.inner.unreliable_versions.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let facts = match self.facts(full) {
+            Some(f) => f,
+            None if may_list => {
+                self.size(key)?;
+                match self.facts(full) {
+                    Some(f) => f,
+                    None => return Ok(None),
+                }
+            }
+            None => return Ok(None),
+        };
+        let Some(version) = facts.version else {
+            return Ok(None);
+        };
+        let key = disk::cache_key(&self.inner.identity, full, &version);
+        match cache.entry(&key, facts.size) {
+            Ok(entry) => Ok(entry.map(|entry| ObjectDisk { entry, version })),
+            Err(e) => {
+                log::warn!(
+                    "disk cache: s3://{}/{full}: {e}: read without the cache",
+                    self.inner.bucket
+                );
+                Ok(None)
+            }
+        }
     }
 }
 
 /// Plans a read of `range` of `full`: kept bytes where there are some, fetches under way
-/// where they cover it, and new fetches of at most `largest` bytes each (registered, so
-/// other readers wait for them rather than ask again, and pushed to `own`) for the gaps.
+/// (for the same version) where they cover it, blocks of the disk entry (`disk`) that it
+/// holds, and new fetches (registered, so other readers wait for them rather than ask
+/// again, and pushed to `own`) for the gaps, each cut into parts of at most `largest`
+/// bytes.
 fn plan(
     state: &mut State,
     full: &str,
     range: Range<u64>,
     largest: u64,
+    disk: Option<&ObjectDisk>,
     own: &mut Vec<Arc<Fetch>>,
 ) -> Vec<Piece> {
     let mut pieces = Vec::new();
@@ -311,17 +472,33 @@ fn plan(
         if let Some(f) = state
             .inflight
             .iter()
-            .find(|f| f.key == full && f.range.contains(&pos))
+            .find(|f| f.serves(full, disk) && f.range.contains(&pos))
         {
             pos = f.range.end;
             pieces.push(Piece::Fetching(f.clone()));
             continue;
         }
-        let end = gap_end(state, full, pos, range.end).min(pos.saturating_add(largest));
-        let f = Fetch::new(full, pos..end);
-        state.inflight.push(f.clone());
-        own.push(f.clone());
-        pieces.push(Piece::Fetching(f));
+        let mut end = gap_end(state, full, pos, range.end);
+        if let Some(d) = disk {
+            // A run of blocks the entry holds, or up to the next one it holds.
+            let held = d.entry.holds(pos / BLOCK);
+            let mut b = pos / BLOCK + 1;
+            while b * BLOCK < end && d.entry.holds(b) == held {
+                b += 1;
+            }
+            end = end.min(b * BLOCK);
+            if held {
+                pieces.push(Piece::Disk(pos..end));
+                pos = end;
+                continue;
+            }
+        }
+        for part in parts::split(pos..end, largest) {
+            let f = Fetch::new(full, part, disk);
+            state.inflight.push(f.clone());
+            own.push(f.clone());
+            pieces.push(Piece::Fetching(f));
+        }
         pos = end;
     }
     pieces
@@ -393,6 +570,7 @@ impl Inner {
         let result = self.client.get_opts(&path, options).await.map_err(failed)?;
         let etag = result.meta.e_tag.clone();
         let size = result.meta.size;
+        let modified = result.meta.last_modified.timestamp();
         let bytes = result.bytes().await.map_err(failed)?;
         let want = range.as_ref().map_or(size, |r| r.end - r.start);
         if bytes.len() as u64 != want {
@@ -409,44 +587,110 @@ impl Inner {
                 )),
             ));
         }
-        Ok(Got { bytes, etag, size })
+        Ok(Got {
+            bytes,
+            etag,
+            size,
+            modified,
+        })
     }
 
-    /// Keeps what a GET of `full` from `start` returned: its size, ETag and bytes.
-    fn remember(&self, full: &str, start: u64, got: Result<Got>) {
-        if let Ok(got) = got {
-            let mut state = lock(&self.state);
+    /// Takes in what a GET of `full` from `start` returned: its size, ETag and bytes
+    /// kept in memory, and on disk (`disk`) when the response agrees with the version
+    /// the disk entry is for. A response that does not agree (the object changed since
+    /// it was listed) makes the object's facts forgotten: the next read lists it again.
+    fn absorb(
+        &self,
+        full: &str,
+        start: u64,
+        disk: Option<&ObjectDisk>,
+        got: Result<Got>,
+    ) -> Result<Fetched> {
+        let got = got?;
+        let agrees = disk.is_none_or(|d| d.version.agrees(got.answer()));
+        if let (Some(d), Some(cache), true) = (disk, &self.disk, agrees) {
+            d.entry.keep(start, &got.bytes, &mut |n| cache.admit(n));
+        }
+        if !agrees && !self.disagreed.swap(true, Ordering::AcqRel) {
+            log::warn!(
+                "s3://{}/{full}: the object is not the one its listing described (ETag {:?}, \
+                 {} bytes, where the listing said {}): read again (said once)",
+                self.bucket,
+                got.etag,
+                got.size,
+                disk.map(|d| d.version.text()).unwrap_or_default()
+            );
+        }
+        let mut state = lock(&self.state);
+        if agrees {
             remember_size(&mut state, full, got.size);
-            let etag = got.etag.unwrap_or_default();
-            state.cache.insert(full, &etag, start, got.bytes);
+        } else {
+            state.objects.remove(full);
         }
+        let etag = got.etag.unwrap_or_default();
+        state.cache.insert(full, &etag, start, got.bytes.clone());
+        Ok(Fetched {
+            bytes: got.bytes,
+            agrees,
+        })
     }
 
-    /// Ends fetch `f` with `result`: kept, no longer under way, waiters woken.
+    /// Ends fetch `f` with `result`: kept (on disk before any waiter is woken), no
+    /// longer under way, waiters woken.
     fn complete(&self, f: &Arc<Fetch>, result: Result<Got>) {
-        let bytes = result
-            .as_ref()
-            .map(|g| g.bytes.clone())
-            .map_err(Clone::clone);
-        {
-            let mut state = lock(&self.state);
-            state.inflight.retain(|o| !Arc::ptr_eq(o, f));
-            if let Ok(got) = result {
-                remember_size(&mut state, &f.key, got.size);
-                let etag = got.etag.unwrap_or_default();
-                state.cache.insert(&f.key, &etag, f.range.start, got.bytes);
-            }
-        }
-        *lock(&f.result) = Some(bytes);
+        let fetched = self.absorb(&f.key, f.range.start, f.disk.as_ref(), result);
+        lock(&self.state).inflight.retain(|o| !Arc::ptr_eq(o, f));
+        *lock(&f.result) = Some(fetched);
         f.done.notify_all();
     }
 }
 
+/// Notes the size a response gave for `full`; a size other than its listing's means
+/// the object changed: the listed version no longer names its bytes.
 fn remember_size(state: &mut State, full: &str, size: u64) {
-    if state.sizes.len() >= KEPT_SIZES && !state.sizes.contains_key(full) {
-        state.sizes.clear();
+    if let Some(f) = state.objects.get_mut(full) {
+        if f.size != size {
+            *f = Facts {
+                size,
+                version: None,
+            };
+        }
+        return;
     }
-    state.sizes.insert(full.to_string(), size);
+    if state.objects.len() >= KEPT_OBJECTS {
+        state.objects.clear();
+    }
+    state.objects.insert(
+        full.to_string(),
+        Facts {
+            size,
+            version: None,
+        },
+    );
+}
+
+/// Notes what a listing says of `full`: its size and version. Kept bytes of another
+/// version are no longer served from memory (the disk keys them by version).
+fn remember_listed(state: &mut State, full: &str, version: Version) {
+    match &version.etag {
+        Some(etag) => state.cache.set_etag(full, etag),
+        None => {
+            let before = state.objects.get(full).and_then(|f| f.version.as_deref());
+            if before.is_some_and(|v| *v != version) {
+                state.cache.forget_etag(full);
+            }
+        }
+    }
+    if state.objects.len() >= KEPT_OBJECTS && !state.objects.contains_key(full) {
+        state.objects.clear();
+    }
+    state.objects.insert(
+        full.to_string(),
+        Facts {
+            size: version.size,
+            version: Some(Arc::new(version)),
+        },
+    );
 }
 
 fn object_path(full: &str) -> Result<ObjectPath> {
@@ -670,10 +914,15 @@ impl Store for S3Store {
                 name: name.to_string(),
                 size: Some(o.size),
             });
-            remember_size(&mut state, &full, o.size);
-            if let Some(etag) = &o.e_tag {
-                state.cache.set_etag(&full, etag);
-            }
+            let version = Version {
+                size: o.size,
+                etag: o.e_tag,
+                modified: (
+                    o.last_modified.timestamp(),
+                    o.last_modified.timestamp_subsec_nanos(),
+                ),
+            };
+            remember_listed(&mut state, &full, version);
         }
         drop(state);
         out.sort();
@@ -736,12 +985,19 @@ impl Store for S3Store {
         let end = offset.saturating_add(len).min(size);
         let range = self.state().windows.on_hint(&full, offset..end);
         if let Some(range) = range {
-            self.fetch_ahead(&full, range);
+            // A hint never lists: without a known version, nothing is kept on disk.
+            let disk = self.object_disk(key, &full, false).ok().flatten();
+            let range = match &disk {
+                Some(_) => parts::widen(range, size),
+                None => range,
+            };
+            self.fetch_ahead(&full, range, disk.as_ref());
         }
     }
 
     /// The whole tile: a request costs a round trip, and the chunk reads that follow the
-    /// walk are then served from the kept bytes.
+    /// walk are then served from the kept bytes. It is fetched in parts of about 1 MiB
+    /// issued together ([`parts`]).
     fn walk_window(&self) -> u64 {
         u64::MAX
     }
@@ -765,23 +1021,29 @@ impl Store for S3Store {
         }))
     }
 
-    /// One GET of the whole object, without asking its size first.
+    /// One GET of the whole object, without asking its size first; with a disk cache,
+    /// a listing of its folder first (its version names its bytes there).
     fn read_all(&self, key: &str) -> Result<Vec<u8>> {
         check_key(key)?;
         let full = self.full(key);
         if let Some(size) = self.known_size(&full) {
             return self.read_range(key, 0, size);
         }
+        if self.inner.disk.is_some() {
+            let size = self.size(key)?;
+            return self.read_range(key, 0, size);
+        }
         let got = self.runtime.block_on(self.inner.get(&full, None));
-        let bytes = got.as_ref().map(|g| g.bytes.to_vec()).map_err(|e| match e {
-            Error::Io { cause, .. } => Error::Io {
-                place: Box::new(Place::file(key)),
-                cause: cause.clone(),
-            },
-            e => e.clone(),
-        });
-        self.inner.remember(&full, 0, got);
-        bytes
+        self.inner
+            .absorb(&full, 0, None, got)
+            .map(|f| f.bytes.to_vec())
+            .map_err(|e| match e {
+                Error::Io { cause, .. } => Error::Io {
+                    place: Box::new(Place::file(key)),
+                    cause,
+                },
+                e => e,
+            })
     }
 }
 
@@ -792,16 +1054,19 @@ impl S3Store {
         check_key(key)?;
 
         let full = self.full(key);
-        let known = self.known_size(&full);
-        for r in ranges.iter() {
-            let past = match r.offset.checked_add(r.len) {
-                None => true,
-                Some(end) => known.is_some_and(|size| end > size),
-            };
-            if past {
-                return Err(past_end(key, r.offset, r.len, known.unwrap_or(0)));
+        let check = |known: Option<u64>| {
+            for r in ranges.iter() {
+                let past = match r.offset.checked_add(r.len) {
+                    None => true,
+                    Some(end) => known.is_some_and(|size| end > size),
+                };
+                if past {
+                    return Err(past_end(key, r.offset, r.len, known.unwrap_or(0)));
+                }
             }
-        }
+            Ok(())
+        };
+        check(self.known_size(&full))?;
         let wanted: Vec<Range<u64>> = ranges
             .iter()
             .map(|r| r.offset..r.offset + r.len)
@@ -810,15 +1075,54 @@ impl S3Store {
         if wanted.is_empty() {
             return Ok(());
         }
-        let pieces = self.fetch_ranges(&full, &wanted).map_err(|e| match e {
-            // Errors name the key relative to the root, as other stores do.
+        // With a disk cache, an object not listed yet is listed here (its size is then
+        // known too).
+        let mut disk = self.object_disk(key, &full, true)?;
+        check(self.known_size(&full))?;
+        // Errors name the key relative to the root, as other stores do.
+        let relative = |e: Error| match e {
             Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
             Error::Io { cause, .. } => Error::Io {
                 place: Box::new(Place::file(key)),
                 cause,
             },
             e => e,
-        })?;
+        };
+        // A response that disagrees with the listed version (the object was rewritten)
+        // makes the read start over: listed again, then, should it disagree once more
+        // (a server whose listings and responses never agree), without the disk.
+        let mut attempt = 0;
+        let pieces = loop {
+            // Whole blocks, so the disk cache can keep every byte fetched.
+            let asked: Vec<Range<u64>> = match &disk {
+                Some(d) => wanted
+                    .iter()
+                    .map(|r| parts::widen(r.clone(), d.entry.size()))
+                    .collect(),
+                None => wanted.clone(),
+            };
+            match self
+                .fetch_ranges(&full, &asked, disk.as_ref())
+                .map_err(relative)?
+            {
+                Outcome::Read(pieces) => break pieces,
+                Outcome::Changed => attempt += 1,
+            }
+            disk = match attempt {
+                1 => self.object_disk(key, &full, true).map_err(relative)?,
+                _ => {
+                    if !self.inner.unreliable_versions.swap(true, Ordering::AcqRel) {
+                        log::warn!(
+                            "{}: the server's answers for {full} disagreed twice in a row \
+                             with its listing: fetched bytes are no longer kept in the disk \
+                             cache",
+                            self.uri()
+                        );
+                    }
+                    None
+                }
+            };
+        };
         let mut pieces = pieces.into_iter();
         for r in ranges.iter_mut().filter(|r| r.len > 0) {
             let parts = pieces.next().unwrap_or_default();
@@ -862,7 +1166,11 @@ impl S3Store {
                 .collect()
         };
         for range in next {
-            self.fetch_ahead(&full, range);
+            let range = match &disk {
+                Some(d) => parts::widen(range, d.entry.size()),
+                None => range,
+            };
+            self.fetch_ahead(&full, range, disk.as_ref());
         }
         Ok(())
     }
@@ -886,9 +1194,13 @@ mod tests {
             state: Mutex::new(State {
                 cache: ByteCache::new(1 << 20),
                 windows: Windows::new(1 << 20),
-                sizes: HashMap::new(),
+                objects: HashMap::new(),
                 inflight: Vec::new(),
             }),
+            disk: None,
+            identity: "test s3://bkt".into(),
+            disagreed: AtomicBool::new(false),
+            unreliable_versions: AtomicBool::new(false),
         })
     }
 
@@ -897,7 +1209,7 @@ mod tests {
     #[test]
     fn abandoned_fetches_end_with_an_error() {
         let inner = inner();
-        let f = Fetch::new("a/k", 0..10);
+        let f = Fetch::new("a/k", 0..10, None);
         lock(&inner.state).inflight.push(f.clone());
         let waiter = {
             let f = f.clone();
@@ -1094,7 +1406,7 @@ mod tests {
                 retry_timeout: Some(Duration::from_secs(1)),
                 ..S3Options::default()
             };
-            let err = S3Store::open("s3://bkt/arr", &options, 1 << 20).unwrap_err();
+            let err = S3Store::open("s3://bkt/arr", &options, 1 << 20, None).unwrap_err();
             assert_eq!(err.errno(), errno, "{err}");
             let text = err.to_string();
             assert!(
