@@ -631,16 +631,28 @@ fn complete_files_read_by_passthrough_while_the_daemon_is_stopped() {
         .collect();
     d.signal(libc::SIGSTOP);
     let (tx, rx) = std::sync::mpsc::channel();
+    // Plain read() calls: `read_to_end` would `fstat` first, and attributes are the
+    // daemon's to answer (passthrough is for reads).
+    // Closed only once all are read: a close sends FLUSH to the daemon.
     let reader = std::thread::spawn(move || {
+        let mut open = open;
         let got: Vec<Vec<u8>> = open
-            .into_iter()
-            .map(|mut f| {
+            .iter_mut()
+            .map(|f| {
                 let mut b = Vec::new();
-                std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    match std::io::Read::read(f, &mut buf) {
+                        Ok(0) => break Ok(b),
+                        Ok(n) => b.extend_from_slice(&buf[..n]),
+                        Err(e) => break Err(e),
+                    }
+                }
             })
             .collect::<Result<_, _>>()
             .unwrap();
         let _ = tx.send(got.clone());
+        drop(open);
         got
     });
     let in_time = rx.recv_timeout(std::time::Duration::from_secs(60));

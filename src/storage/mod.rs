@@ -73,6 +73,12 @@ pub trait Store: Send + Sync + Debug {
         self.location()
     }
 
+    /// What names the array at this root in the disk cache's keys: its URI, and for
+    /// object storage also the server (the same bucket on two servers is two arrays).
+    fn cache_identity(&self) -> String {
+        self.uri()
+    }
+
     /// The entries directly under the folder `prefix` (`""` is the root), sorted by
     /// name. A missing folder is empty. Symbolic links are never listed.
     fn list(&self, prefix: &str) -> Result<Vec<Listed>>;

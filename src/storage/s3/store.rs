@@ -857,6 +857,13 @@ impl Store for S3Store {
         self.uri()
     }
 
+    fn cache_identity(&self) -> String {
+        match self.root.as_str() {
+            "" => self.inner.identity.clone(),
+            root => format!("{}/{root}", self.inner.identity),
+        }
+    }
+
     fn uri(&self) -> String {
         match self.root.as_str() {
             "" => format!("s3://{}", self.inner.bucket),

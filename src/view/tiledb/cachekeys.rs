@@ -37,7 +37,7 @@ impl ArrayTree {
             Folder::State(w) => CacheScope::State(self.state_key(w).to_string()),
         };
         Some(CacheKey {
-            array: array.store.uri(),
+            array: array.store.cache_identity(),
             scope,
             file,
             decrypted: array.options.key.is_some(),
@@ -47,6 +47,6 @@ impl ArrayTree {
     pub(super) fn live_fragment_names(&self) -> Vec<(String, HashSet<String>)> {
         let array = self.array();
         let names = array.fragments.iter().map(|f| f.name.clone()).collect();
-        vec![(array.store.uri(), names)]
+        vec![(array.store.cache_identity(), names)]
     }
 }
