@@ -17,56 +17,20 @@ use common::mounting::*;
 use common::*;
 use serde_json::Value;
 
-/// Mounts the arrays a batch at a time and runs tests/check_hdf5.py over each batch
-/// (one Python per batch); `tools(k)`: whether to run the CLI tools on the k-th array.
-/// Returns the number of arrays checked.
+/// Runs tests/check_hdf5.py over the arrays with TileDB's merged reads; `tools(k)`:
+/// whether to run the CLI tools on the k-th array, and at which states. Returns the
+/// number of arrays checked.
 fn check(
     python: &str,
     merged: &[(PathBuf, Value)],
     expected: &[(PathBuf, Value)],
     tools: impl Fn(usize) -> Option<&'static str> + Sync,
 ) -> usize {
-    let script = repo().join("tests/check_hdf5.py");
-    let indexed: Vec<(usize, &(PathBuf, Value))> = merged.iter().enumerate().collect();
-    let batches: Vec<_> = indexed.chunks(32).collect();
-    sum_in_parallel(&batches, 2, |&batch| {
-        let jsons = tempfile::tempdir().unwrap();
-        let mut mounts = Vec::new();
-        let mut specs = Vec::new();
-        for (k, (array, m)) in batch.iter() {
-            let options = expected
-                .iter()
-                .find(|(a, _)| a == array)
-                .map(|(_, e)| e.clone())
-                .unwrap_or(Value::Null);
-            let path = jsons.path().join(format!("{k}.merged.json"));
-            std::fs::write(&path, serde_json::to_vec(m).unwrap()).unwrap();
-            let mount = InProcess::new(array, &options, 16 << 20, 2);
-            specs.push(serde_json::json!({
-                "mount": mount.path(),
-                "array": array,
-                "merged": path,
-                "tools": tools(*k),
-            }));
-            mounts.push(mount);
-        }
-        let spec = jsons.path().join("spec.json");
-        std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
-        let out = Command::new(python)
-            .arg(&script)
-            .arg(&spec)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        print!("{stdout}");
-        (stdout.lines().filter(|l| l.starts_with("ok ")).count(), 0)
-    })
-    .0
+    let (stdout, _) = check_in_batches(python, "check_hdf5.py", merged, expected, |k, _| {
+        Some(serde_json::json!({ "tools": tools(k) }))
+    });
+    print!("{stdout}");
+    stdout.lines().filter(|l| l.starts_with("ok ")).count()
 }
 
 fn tools_or_skip() -> bool {
@@ -113,31 +77,6 @@ fn shared_corpus_reads_in_h5py_as_tiledb_reads_it() {
     });
     println!("{ok} corpus arrays match through array.h5");
     assert_eq!(ok, merged.len());
-}
-
-fn mount_feature(name: &str) -> InProcess {
-    let array = features().join(name);
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(features().join(format!("{name}.expected.json"))).unwrap(),
-    )
-    .unwrap();
-    InProcess::new(&array, &expected, 16 << 20, 2)
-}
-
-fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// netCDF4-python opens array.h5 as netCDF-4: the dimension scales are its named

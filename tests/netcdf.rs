@@ -19,8 +19,8 @@ use common::mounting::*;
 use common::*;
 use serde_json::Value;
 
-/// Mounts the arrays a batch at a time and runs tests/check_netcdf.py over each batch
-/// (one Python process per batch), the CLI tools on every `cli_every`-th array;
+/// Runs tests/check_netcdf.py over the arrays (dense and sparse ones with TileDB's
+/// merged reads), the CLI tools on every `cli_every`-th, every state where that is 1;
 /// returns the arrays checked.
 fn check(
     python: &str,
@@ -28,49 +28,12 @@ fn check(
     merged: &[(PathBuf, Value)],
     cli_every: usize,
 ) -> usize {
-    let script = repo().join("tests/check_netcdf.py");
-    let batches: Vec<_> = arrays.chunks(24).collect();
-    let (ok, _) = sum_in_parallel(&batches, 2, |&batch| {
-        let jsons = tempfile::tempdir().unwrap();
-        let mut mounts = Vec::new();
-        let mut specs = Vec::new();
-        for (k, (array, expected)) in batch.iter().enumerate() {
-            let Some((_, m)) = merged.iter().find(|(a, _)| a == array) else {
-                continue;
-            };
-            if m["array_type"] != "dense" && m["array_type"] != "sparse" {
-                continue;
-            }
-            let path = jsons.path().join(format!("{k}.merged.json"));
-            std::fs::write(&path, serde_json::to_vec(m).unwrap()).unwrap();
-            let mount = InProcess::new(array, expected, 16 << 20, 2);
-            specs.push(serde_json::json!({
-                "mount": mount.path(),
-                "array": array,
-                "merged": path,
-                "cli": arrays.iter().position(|(a, _)| a == array).unwrap_or(0) % cli_every == 0,
-                "every_state": cli_every == 1,
-            }));
-            mounts.push(mount);
-        }
-        let spec = jsons.path().join("spec.json");
-        std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
-        let out = Command::new(python)
-            .arg(&script)
-            .arg(&spec)
-            .current_dir(repo().join("tests"))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let ok = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-        assert_eq!(ok, specs.len(), "{stdout}");
-        (ok, 0)
+    let (stdout, given) = check_in_batches(python, "check_netcdf.py", merged, arrays, |i, m| {
+        (m["array_type"] == "dense" || m["array_type"] == "sparse")
+            .then(|| serde_json::json!({"cli": i % cli_every == 0, "every_state": cli_every == 1}))
     });
+    let ok = stdout.lines().filter(|l| l.starts_with("ok ")).count();
+    assert_eq!(ok, given, "{stdout}");
     ok
 }
 
@@ -122,31 +85,6 @@ fn shared_corpus_reads_in_netcdf4_and_xarray_as_tiledb_reads_it() {
         "{n} corpus arrays: array.nc of the latest and an earlier state equals TileDB's reads"
     );
     assert!(n > 400, "{n}");
-}
-
-fn mount_feature(name: &str) -> InProcess {
-    let array = features().join(name);
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(features().join(format!("{name}.expected.json"))).unwrap(),
-    )
-    .unwrap();
-    InProcess::new(&array, &expected, 16 << 20, 2)
-}
-
-fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// A 1024 x 1024 float64 array (8 MiB) in tiles of 16 rows under an MD5 checksum,

@@ -52,64 +52,18 @@ fn count(stdout: &str) -> Counts {
     c
 }
 
-/// Mounts the arrays a batch at a time and runs tests/check_tiff.py over each batch;
-/// `cli(i)` says whether array `i` also goes through tiffinfo and GDAL.
+/// Runs tests/check_tiff.py over the arrays with TileDB's merged reads; `cli(i)` says
+/// whether array `i` also goes through tiffinfo and GDAL.
 fn check(
     python: &str,
     merged: &[(PathBuf, Value)],
     expected: &[(PathBuf, Value)],
     cli: impl Fn(usize) -> bool + Sync,
 ) -> Counts {
-    let script = repo().join("tests/check_tiff.py");
-    let indexed: Vec<(usize, &(PathBuf, Value))> = merged.iter().enumerate().collect();
-    let batches: Vec<_> = indexed.chunks(24).collect();
-    let total = std::sync::Mutex::new(Counts::default());
-    sum_in_parallel(&batches, 2, |&batch| {
-        let jsons = tempfile::tempdir().unwrap();
-        let mut mounts = Vec::new();
-        let mut specs = Vec::new();
-        for (k, (i, (array, m))) in batch.iter().enumerate() {
-            let options = expected
-                .iter()
-                .find(|(a, _)| a == array)
-                .map(|(_, e)| e.clone())
-                .unwrap_or(Value::Null);
-            let path = jsons.path().join(format!("{k}.merged.json"));
-            std::fs::write(&path, serde_json::to_vec(m).unwrap()).unwrap();
-            let mount = InProcess::new(array, &options, 16 << 20, 2);
-            specs.push(serde_json::json!({
-                "mount": mount.path(),
-                "array": array,
-                "merged": path,
-                "key": options["encryption"]["key"],
-                "cli": cli(*i),
-            }));
-            mounts.push(mount);
-        }
-        let spec = jsons.path().join("spec.json");
-        std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
-        let out = Command::new(python)
-            .arg(&script)
-            .arg(&spec)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let c = count(&stdout);
-        let mut t = total.lock().unwrap();
-        *t = Counts {
-            arrays: t.arrays + c.arrays,
-            files: t.files + c.files,
-            pil: t.pil + c.pil,
-            cli: t.cli + c.cli,
-        };
-        (c.arrays, c.files)
+    let (stdout, _) = check_in_batches(python, "check_tiff.py", merged, expected, |i, _| {
+        Some(serde_json::json!({ "cli": cli(i) }))
     });
-    total.into_inner().unwrap()
+    count(&stdout)
 }
 
 /// Whether the readers are here: tifffile and PIL in the test Python, tiffinfo and GDAL.
@@ -169,22 +123,6 @@ fn shared_corpus_reads_in_tifffile_as_tiledb_reads_it() {
 
 fn mount_tiff(name: &str) -> InProcess {
     InProcess::new(&tiff_fixtures().join(name), &Value::Null, 16 << 20, 2)
-}
-
-fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// The folders of `fragments/`, oldest first.

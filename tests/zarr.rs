@@ -14,50 +14,14 @@ use common::mounting::*;
 use common::*;
 use serde_json::Value;
 
-/// Mounts the arrays a batch at a time and runs tests/check_zarr.py over each batch;
-/// returns the checker's "ok" lines (dense arrays checked) and "not shown" lines.
+/// Runs tests/check_zarr.py over the arrays with TileDB's merged reads; returns the
+/// checker's "ok" lines (dense arrays checked) and "not shown" lines.
 fn check(python: &str, arrays: &[(PathBuf, Value)], merged: &[(PathBuf, Value)]) -> (usize, usize) {
-    let script = repo().join("tests/check_zarr.py");
-    let batches: Vec<_> = arrays.chunks(24).collect();
-    sum_in_parallel(&batches, 2, |&batch| {
-        let jsons = tempfile::tempdir().unwrap();
-        let mut mounts = Vec::new();
-        let mut specs = Vec::new();
-        for (k, (array, expected)) in batch.iter().enumerate() {
-            let Some((_, m)) = merged.iter().find(|(a, _)| a == array) else {
-                continue;
-            };
-            let path = jsons.path().join(format!("{k}.merged.json"));
-            std::fs::write(&path, serde_json::to_vec(m).unwrap()).unwrap();
-            let mount = InProcess::new(array, expected, 16 << 20, 2);
-            specs.push(serde_json::json!({
-                "mount": mount.path(),
-                "array": array,
-                "merged": path,
-                "key": expected["encryption"]["key"],
-            }));
-            mounts.push(mount);
-        }
-        let spec = jsons.path().join("spec.json");
-        std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
-        let out = Command::new(python)
-            .arg(&script)
-            .arg(&spec)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let ok = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-        let not_shown = stdout
-            .lines()
-            .filter(|l| l.starts_with("not shown "))
-            .count();
-        (ok, not_shown)
-    })
+    let (stdout, _) = check_in_batches(python, "check_zarr.py", merged, arrays, |_, _| {
+        Some(serde_json::json!({}))
+    });
+    let count = |start: &str| stdout.lines().filter(|l| l.starts_with(start)).count();
+    (count("ok "), count("not shown "))
 }
 
 fn dense_count(merged: &[(PathBuf, Value)]) -> usize {
@@ -118,31 +82,6 @@ fn string_and_multi_value_fixtures_open_in_zarr_python_as_tiledb_reads_them() {
     let (ok, not_shown) = check(&python, &arrays, &merged);
     assert_eq!((ok, not_shown), (arrays.len(), 0));
     assert_eq!(dense_count(&merged), 3);
-}
-
-fn mount_feature(name: &str) -> InProcess {
-    let array = features().join(name);
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(features().join(format!("{name}.expected.json"))).unwrap(),
-    )
-    .unwrap();
-    InProcess::new(&array, &expected, 16 << 20, 2)
-}
-
-fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// xarray names the axes by the dimensions, with TileDB's coordinates, both versions.
@@ -349,14 +288,6 @@ fn time_travel_and_sparse_arrays() {
     );
 }
 
-fn mount_zarr_fixture(name: &str) -> InProcess {
-    let dir = zarr_fixtures();
-    let expected: Value =
-        serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.expected.json"))).unwrap())
-            .unwrap();
-    InProcess::new(&dir.join(name), &expected, 16 << 20, 2)
-}
-
 /// xarray sees strings, bytes and a cell's values (one more dimension, named after the
 /// attribute) in both Zarr versions, equal to TileDB-Py's `A[:]` (a var cell of one NUL
 /// byte, the fill value, read as empty as TileDB-Py does; STRING_ASCII decoded).
@@ -425,7 +356,7 @@ for fmt in (2, 3):
     assert row == list(data["s"][0, 0:3]), (fmt, row)
     print("ok", fmt, checked)
 "#;
-    let m = mount_zarr_fixture("zarr_cells");
+    let m = mount_fixture(&zarr_fixtures(), "zarr_cells");
     let out = run_python(
         &python,
         script,

@@ -973,6 +973,90 @@ pub fn sum_in_parallel<T: Sync>(
     })
 }
 
+/// Mounts arrays a batch at a time (in-process mounts, so a check costs no daemon) and
+/// runs the reader checker `script` (tests/check_*.py) over each batch: one Python
+/// process a batch, two batches at once (see [`sum_in_parallel`]). The batches are of
+/// `merged` (the arrays with TileDB's merged reads), each mounted with the key its entry
+/// of `expected` names. The checker gets a JSON list with one entry per array,
+/// `{"mount", "array", "merged" (the path of its merged JSON), "key"}` and the keys of
+/// the object `extra(i, merged json)` returns for the i-th array of `merged` (`None`
+/// leaves the array out). It must succeed; returns what it printed, every batch's in
+/// turn, and how many arrays it was given.
+pub fn check_in_batches(
+    python: &str,
+    script: &str,
+    merged: &[(PathBuf, Value)],
+    expected: &[(PathBuf, Value)],
+    extra: impl Fn(usize, &Value) -> Option<Value> + Sync,
+) -> (String, usize) {
+    let script = repo().join("tests").join(script);
+    let indexed: Vec<(usize, &(PathBuf, Value))> = merged.iter().enumerate().collect();
+    let batches: Vec<_> = indexed.chunks(32).collect();
+    let printed = std::sync::Mutex::new(Vec::new());
+    let (given, _) = sum_in_parallel(&batches, 2, |&batch| {
+        let jsons = tempfile::tempdir().unwrap();
+        let mut mounts = Vec::new();
+        let mut specs = Vec::new();
+        for (i, (array, m)) in batch {
+            let Some(Value::Object(extra)) = extra(*i, m) else {
+                continue;
+            };
+            let options = expected
+                .iter()
+                .find(|(a, _)| a == array)
+                .map(|(_, e)| e.clone())
+                .unwrap_or(Value::Null);
+            let path = jsons.path().join(format!("{i}.merged.json"));
+            std::fs::write(&path, serde_json::to_vec(m).unwrap()).unwrap();
+            let mount = mounting::InProcess::new(array, &options, 16 << 20, 2);
+            let mut spec = serde_json::json!({
+                "mount": mount.path(),
+                "array": array,
+                "merged": path,
+                "key": options["encryption"]["key"],
+            });
+            spec.as_object_mut().unwrap().extend(extra);
+            specs.push(spec);
+            mounts.push(mount);
+        }
+        let spec = jsons.path().join("spec.json");
+        std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
+        let out = std::process::Command::new(python)
+            .arg(&script)
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{}: {stdout}{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        printed.lock().unwrap().push(stdout);
+        (specs.len(), 0)
+    });
+    (printed.into_inner().unwrap().concat(), given)
+}
+
+/// Runs the Python source `script` with `python` and `args`; it must succeed. Returns
+/// what it printed; a failure shows that and its standard error.
+pub fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Runs `check` on every array of the shared corpus (with its merged truth, where there
 /// is one), `workers` at a time, and fails listing every array whose check failed.
 /// Skips, saying why, without the corpus; returns how many arrays were checked.

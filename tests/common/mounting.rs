@@ -179,6 +179,20 @@ impl Drop for InProcess {
     }
 }
 
+/// The fixture `name` of the folder `dir` mounted by threads of this process, opened with
+/// the key its `<name>.expected.json` names.
+pub fn mount_fixture(dir: &Path, name: &str) -> InProcess {
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.expected.json"))).unwrap())
+            .unwrap();
+    InProcess::new(&dir.join(name), &expected, 16 << 20, 2)
+}
+
+/// The feature fixture `name` (tests/fixtures/features) mounted: [`mount_fixture`].
+pub fn mount_feature(name: &str) -> InProcess {
+    mount_fixture(&super::features(), name)
+}
+
 /// Any tree (e.g. a Filo fragment) mounted by threads of the test process.
 pub struct TreeMount {
     session: Option<fuser::BackgroundSession>,
