@@ -3,7 +3,8 @@ with real readers, against what TileDB reads (merged.json: TileDB-Py 0.36.1's me
 reads of every state).
 
 Usage: check_netcdf.py SPEC.json
-SPEC is a list of {"mount", "array", "merged", "cli"}. For every state TileDB could read:
+SPEC is a list of {"mount", "array", "merged", "cli", "every_state"}. For every state
+TileDB could read ("every_state" false: the latest and the first earlier one):
 
 * netCDF4-python, raw (no masking, no scaling): the dimensions (dense: one per TileDB
   dimension, sized like the state's box, its coordinate variable `low..high`; sparse:
@@ -36,7 +37,7 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from check_text_npy import DATETIME_UNITS, NPY_DTYPES, encode_name
+from check_text_npy import DATETIME_UNITS, NPY_DTYPES, encode_name, states_to_check
 
 warnings.filterwarnings("ignore")
 
@@ -294,16 +295,8 @@ def main():
         merged = json.load(open(spec["merged"]))
         dense = merged["array_type"] == "dense"
         states = dumps = 0
-        earlier = False
-        for read in merged["reads"]:
-            if "error" in read:
-                continue
+        for read in states_to_check(merged, spec["every_state"]):
             ts = read["timestamp"]
-            # The fixtures: every state. The corpus: the latest and the first earlier
-            # state it reads (the suite's time; every state is read by tests/merged.rs).
-            if not spec["every_state"] and ts is not None and earlier:
-                continue
-            earlier = earlier or ts is not None
             rel = "latest" if ts is None else "at/%d" % ts
             where = "%s %s" % (spec["array"], rel)
             path = "%s/%s/array.nc" % (spec["mount"], rel)

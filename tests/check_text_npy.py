@@ -40,6 +40,22 @@ def encode_name(name):
     return name.replace("%", "%25").replace("/", "%2F").replace("\0", "%00")
 
 
+
+def states_to_check(merged, every_state):
+    """The reads of a merged.json that the reader checkers (netCDF, Zarr) go through:
+    those TileDB could make, every one (`every_state`: the fixtures, built to cover the
+    merge rules) or the latest and the first earlier one (the corpus: the suite's time;
+    every state of every corpus array is compared byte for byte by tests/merged.rs)."""
+    earlier = False
+    for read in merged["reads"]:
+        if "error" in read:
+            continue
+        if read["timestamp"] is not None:
+            if earlier and not every_state:
+                continue
+            earlier = True
+        yield read
+
 def escape(raw):
     out = []
     text = raw.decode("utf-8", errors="surrogateescape")

@@ -1,6 +1,7 @@
 //! `zarr/`: dense arrays as a Zarr store, read by real readers through real mounts.
 //! zarr-python 3 (as Zarr v2 and v3) against TileDB's reads (merged.json) and TileDB-Py's
-//! own `A[:]` (tests/check_zarr.py), xarray's dims and coordinates, GDAL's Zarr driver,
+//! own `A[:]` (tests/check_zarr.py: every state of the fixtures, the latest and the first
+//! earlier state of the corpus arrays), xarray's dims and coordinates, GDAL's Zarr driver,
 //! and a slice read decoding only the tiles of the chunks it needs. Strings, bytes and
 //! cells of several values also over tests/fixtures/zarr/ (scripts/make_zarr_fixtures.py),
 //! and their chunk files byte by byte.
@@ -14,11 +15,17 @@ use common::mounting::*;
 use common::*;
 use serde_json::Value;
 
-/// Runs tests/check_zarr.py over the arrays with TileDB's merged reads; returns the
-/// checker's "ok" lines (dense arrays checked) and "not shown" lines.
-fn check(python: &str, arrays: &[(PathBuf, Value)], merged: &[(PathBuf, Value)]) -> (usize, usize) {
+/// Runs tests/check_zarr.py over the arrays with TileDB's merged reads, every state or
+/// (`every_state` false) the latest and the first earlier one; returns the checker's
+/// "ok" lines (dense arrays checked) and "not shown" lines.
+fn check(
+    python: &str,
+    arrays: &[(PathBuf, Value)],
+    merged: &[(PathBuf, Value)],
+    every_state: bool,
+) -> (usize, usize) {
     let (stdout, _) = check_in_batches(python, "check_zarr.py", merged, arrays, |_, _| {
-        Some(serde_json::json!({}))
+        Some(serde_json::json!({ "every_state": every_state }))
     });
     let count = |start: &str| stdout.lines().filter(|l| l.starts_with(start)).count();
     (count("ok "), count("not shown "))
@@ -40,7 +47,7 @@ fn fixtures_open_in_zarr_python_as_tiledb_reads_them() {
         return;
     };
     let (arrays, merged) = fixture_files();
-    let (ok, not_shown) = check(&python, &arrays, &merged);
+    let (ok, not_shown) = check(&python, &arrays, &merged, true);
     assert!(ok >= 10, "{ok} dense fixtures checked");
     assert_eq!(ok + not_shown, dense_count(&merged));
 }
@@ -57,8 +64,13 @@ fn shared_corpus_opens_in_zarr_python_as_tiledb_reads_it() {
         return;
     };
     let (arrays, merged) = corpus_files(&corpus);
-    let (ok, not_shown) = check(&python, &arrays, &merged);
-    println!("{ok} dense corpus arrays match through zarr/ ({not_shown} have none, said why)");
+    // The latest and the first earlier state (every state is compared byte for byte by
+    // tests/merged.rs; zarr/ of every state of the fixtures above).
+    let (ok, not_shown) = check(&python, &arrays, &merged, false);
+    println!(
+        "{ok} dense corpus arrays match through zarr/ at the latest and an earlier state \
+         ({not_shown} have none, said why)"
+    );
     assert_eq!(ok + not_shown, dense_count(&merged));
     assert!(ok > 200, "{ok}");
 }
@@ -79,7 +91,7 @@ fn string_and_multi_value_fixtures_open_in_zarr_python_as_tiledb_reads_them() {
     };
     let arrays = expected_files(&zarr_fixtures());
     let merged = merged_files(&zarr_fixtures());
-    let (ok, not_shown) = check(&python, &arrays, &merged);
+    let (ok, not_shown) = check(&python, &arrays, &merged, true);
     assert_eq!((ok, not_shown), (arrays.len(), 0));
     assert_eq!(dense_count(&merged), 3);
 }
@@ -97,43 +109,53 @@ fn xarray_opens_zarr_with_dims_and_coordinates() {
 import sys, warnings, json
 import numpy as np, xarray as xr, tiledb
 warnings.filterwarnings("ignore")
-mnt, array = sys.argv[1], sys.argv[2]
-with tiledb.open(array) as A:
-    dims = [A.schema.domain.dim(i) for i in range(A.schema.ndim)]
-    data = A[:]
-    # One anonymous attribute comes back as the array itself.
-    data = data if isinstance(data, dict) else {"": data}
-    attrs = [a.name for a in A.schema if a.ncells == 1 and not a.isvar and a.dtype.kind in "iufbMm"]
-for fmt in (2, 3):
-    ds = xr.open_zarr(mnt + "/zarr", consolidated=False, zarr_format=fmt, mask_and_scale=False)
-    for a in attrs:
-        name = a if a else "%anonymous"
-        v = ds[name]
-        assert list(v.dims) == [d.name for d in dims], (fmt, name, v.dims)
-        got, want = v.values, data[a]
-        assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), (fmt, name)
-    for d in dims:
-        lo, hi = d.domain
-        assert np.array_equal(ds[d.name].values, np.arange(lo, hi + 1)), (fmt, d.name, ds[d.name].values)
-        assert ds.indexes[d.name].equals(ds[d.name].to_index())
-    # Selection by TileDB coordinates, not positions.
-    d0 = dims[0]
-    sel = ds[attrs[0] or "%anonymous"].sel({d0.name: d0.domain[1]})
-    assert np.array_equal(sel.values, data[attrs[0]][-1], equal_nan=True), fmt
-    print("ok", fmt, len(attrs))
+for mnt, array in zip(sys.argv[1::2], sys.argv[2::2]):
+    with tiledb.open(array) as A:
+        dims = [A.schema.domain.dim(i) for i in range(A.schema.ndim)]
+        data = A[:]
+        # One anonymous attribute comes back as the array itself.
+        data = data if isinstance(data, dict) else {"": data}
+        attrs = [a.name for a in A.schema if a.ncells == 1 and not a.isvar and a.dtype.kind in "iufbMm"]
+    for fmt in (2, 3):
+        ds = xr.open_zarr(mnt + "/zarr", consolidated=False, zarr_format=fmt, mask_and_scale=False)
+        for a in attrs:
+            name = a if a else "%anonymous"
+            v = ds[name]
+            assert list(v.dims) == [d.name for d in dims], (array, fmt, name, v.dims)
+            got, want = v.values, data[a]
+            assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), (array, fmt, name)
+        for d in dims:
+            lo, hi = d.domain
+            assert np.array_equal(ds[d.name].values, np.arange(lo, hi + 1)), (array, fmt, d.name, ds[d.name].values)
+            assert ds.indexes[d.name].equals(ds[d.name].to_index())
+        # Selection by TileDB coordinates, not positions.
+        d0 = dims[0]
+        sel = ds[attrs[0] or "%anonymous"].sel({d0.name: d0.domain[1]})
+        assert np.array_equal(sel.values, data[attrs[0]][-1], equal_nan=True), (array, fmt)
+        print("ok", array, fmt, len(attrs))
 "#;
-    for name in [
+    let names = [
         "merge_dense_overlap",
         "merge_dense_3d",
         "from_numpy",
         "merge_dense_colmajor",
-    ] {
-        let m = mount_feature(name);
-        let out = run_python(&python, script, &[m.path(), &features().join(name)]);
+    ];
+    // One Python for the four (its imports cost more than the checks).
+    let mounts: Vec<InProcess> = names.iter().map(|n| mount_feature(n)).collect();
+    let arrays: Vec<PathBuf> = names.iter().map(|n| features().join(n)).collect();
+    let args: Vec<&Path> = mounts
+        .iter()
+        .zip(&arrays)
+        .flat_map(|(m, a)| [m.path(), a.as_path()])
+        .collect();
+    let out = run_python(&python, script, &args);
+    for array in &arrays {
+        let ok = format!("ok {} ", array.display());
         assert_eq!(
-            out.lines().filter(|l| l.starts_with("ok ")).count(),
+            out.lines().filter(|l| l.starts_with(&ok)).count(),
             2,
-            "{name}: {out}"
+            "{}: {out}",
+            array.display()
         );
     }
 }
@@ -212,8 +234,10 @@ fn a_slice_decodes_only_the_chunks_it_needs() {
     let slice = r#"
 import sys, warnings, zarr
 warnings.filterwarnings("ignore")
-a = zarr.open_array(sys.argv[1] + "/zarr/f64", mode="r", zarr_format=int(sys.argv[2]))
-print(a[0:3, 0:4].sum())
+# The same slice as Zarr v2 through one mount, as v3 through another.
+for mnt, fmt in ((sys.argv[1], 2), (sys.argv[2], 3)):
+    a = zarr.open_array(mnt + "/zarr/f64", mode="r", zarr_format=fmt)
+    print(a[0:3, 0:4].sum())
 "#;
     let whole = {
         let m = mount_feature("merge_dense_overlap");
@@ -233,11 +257,13 @@ print(a[0:3, 0:4].sum())
         m.view.chunks_decoded()
     };
     assert!(one > 0 && one < whole, "one chunk {one}, all {whole}");
-    for version in ["2", "3"] {
-        let m = mount_feature("merge_dense_overlap");
-        run_python(&python, slice, &[m.path(), Path::new(version)]);
-        assert_eq!(m.view.chunks_decoded(), one, "v{version}");
-    }
+    let (v2, v3) = (
+        mount_feature("merge_dense_overlap"),
+        mount_feature("merge_dense_overlap"),
+    );
+    run_python(&python, slice, &[v2.path(), v3.path()]);
+    assert_eq!(v2.view.chunks_decoded(), one, "v2");
+    assert_eq!(v3.view.chunks_decoded(), one, "v3");
 }
 
 /// `at/<T>/zarr/` is the store at T; sparse arrays have none, and say so.
