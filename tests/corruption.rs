@@ -1261,7 +1261,7 @@ fn damaged_copies_read_as_errors_that_name_the_place_never_as_panics_hangs_or_li
     });
     let failures = Mutex::new(Vec::new());
     let queue = Mutex::new(jobs.iter().enumerate());
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     std::thread::scope(|scope| {
         for _ in 0..2 {
             scope.spawn(|| loop {
@@ -1720,7 +1720,7 @@ fn damaged_copies_through_a_mount_are_eio_logged_once_and_the_daemon_serves_on()
         .collect();
     let (jobs, intacts) = all_jobs(&sources);
     let subset = mount_subset(&jobs, &sources);
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let mut failures = Vec::new();
     let mut kinds = BTreeMap::new();
     for &n in &subset {

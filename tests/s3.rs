@@ -658,31 +658,10 @@ fn mounting_and_listing_10000_fragments_costs_listings_only() {
     let Some(server) = S3Server::start() else {
         return;
     };
-    let (array, _) = fixture("sample");
+    // The fixture `sample`'s schema and first fragment, as 10,000 fragments.
     let dir = server.bucket("bkt").join("many");
-    std::fs::create_dir_all(dir.join("__fragments")).unwrap();
-    std::fs::create_dir_all(dir.join("__commits")).unwrap();
-    copy_dir(&array.join("__schema"), &dir.join("__schema"));
-    let one = std::fs::read_dir(array.join("__fragments"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let files: Vec<PathBuf> = std::fs::read_dir(&one)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
     const N: u64 = 10_000;
-    for i in 0..N {
-        let name = format!("__{t}_{t}_{i:032x}_22", t = i + 1);
-        let frag = dir.join("__fragments").join(&name);
-        std::fs::create_dir(&frag).unwrap();
-        for f in &files {
-            std::fs::hard_link(f, frag.join(f.file_name().unwrap())).unwrap();
-        }
-        std::fs::write(dir.join("__commits").join(format!("{name}.wrt")), b"").unwrap();
-    }
+    many_fragments(&dir, N, 1);
     let proxy = Proxy::start(server.port);
     let tmp = tempfile::tempdir().unwrap();
     let mnt = tmp.path().join("mnt");

@@ -73,7 +73,7 @@ fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
         return;
     }
     const N: u64 = 5_000;
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let array = tmp.path().join("many");
     many_fragments(&array, N, 1_000);
     // No rescan by itself: the test makes the one it needs, between two requests.
@@ -207,7 +207,7 @@ fn forgotten_paths_leave_the_node_table_bounded() {
     }
     const N: u64 = 3_000;
     const IDLE: usize = 1_000;
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let array = tmp.path().join("many");
     many_fragments(&array, N, 1);
     let tree = Arc::new(
@@ -317,14 +317,9 @@ fn a_hundred_thousand_fragments_list_in_linear_time_each_once() {
     }
     const SMALL: u64 = 10_000;
     const LARGE: u64 = 100_000;
-    // 700,000 folder entries: made in memory (tmpfs) where there is one, ten times
-    // faster than on a disk.
-    let shm = std::path::Path::new("/dev/shm");
-    let tmp = if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    };
+    // 700,000 folder entries: made in memory where there is room, ten times faster
+    // than on a disk.
+    let tmp = scratch_dir();
     let array = tmp.path().join("many");
     many_fragments(&array, SMALL, 1_000_000);
     let tree = Arc::new(

@@ -536,6 +536,32 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A temporary folder for tests that make and remove folders by the thousand (fragments,
+/// damaged copies, buckets): in memory (`/dev/shm`) where that is a tmpfs with a GiB
+/// free, elsewhere the usual temporary folder. On a disk file system folders cost far
+/// more: on ext4 mounted with `discard`, making 10,000 fragment folders took 7 s and
+/// removing them 30 s; in memory 1.6 s and 4 s.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    // `df` rather than statvfs(3): no unsafe code for a figure read once per test.
+    let free = std::process::Command::new("df")
+        .args(["--output=fstype,avail", "-B1"])
+        .arg(shm)
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let mut last = text.lines().last()?.split_whitespace();
+            let fstype = last.next()?.to_string();
+            let avail: u64 = last.next()?.parse().ok()?;
+            (fstype == "tmpfs").then_some(avail)
+        });
+    match free {
+        Some(avail) if avail >= 1 << 30 => tempfile::tempdir_in(shm).unwrap(),
+        _ => tempfile::tempdir().unwrap(),
+    }
+}
+
 /// A private copy of fixture `name`, and the folder of its first fragment.
 pub fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();

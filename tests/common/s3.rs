@@ -72,7 +72,8 @@ impl S3Server {
     /// `None` (with a printed SKIP) when s3s-fs is not installed.
     pub fn start() -> Option<S3Server> {
         let binary = s3s_binary()?;
-        let dir = tempfile::tempdir().unwrap();
+        // Buckets of thousands of folders (the corpus, 10,000 fragments): in memory.
+        let dir = super::scratch_dir();
         let root = dir.path().to_path_buf();
         for _attempt in 0..5 {
             let port = free_port();
