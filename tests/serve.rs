@@ -1,5 +1,6 @@
-//! `fragfs serve` over HTTP: every file of the fixtures and the shared corpus byte-exact
-//! to the tree a mount shows, the HTTP semantics clients rely on (ranges, validators,
+//! `fragfs serve` over HTTP: every file of the fixtures and of the shared corpus's
+//! sample (`corpus_sample`: every feature of every format version) byte-exact to the
+//! tree a mount shows, the HTTP semantics clients rely on (ranges, validators,
 //! listings, CORS, tokens), and hostile clients answered with errors while others are
 //! served.
 
@@ -149,7 +150,7 @@ fn every_file_of_the_fixtures_reads_the_same_over_http() {
 
 #[test]
 fn the_shared_corpus_reads_the_same_over_http() {
-    let checked = check_corpus_arrays(4, |array, expected, merged| {
+    let checked = check_corpus_sample(4, |array, expected, merged| {
         let tree: Arc<dyn FileTree> =
             Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
         let server = serve(tree.clone(), None);

@@ -1,8 +1,8 @@
-//! `fragfs serve --nfs`: every file of the fixtures and the shared corpus byte-exact to
-//! the tree through an in-process NFSv3 client (tests/common/nfs.rs), sizes never
-//! wrong, a real client (libnfs's nfs-ls / nfs-cat / nfs-cp) on a few fixtures, writes
-//! refused, and malformed or abandoned calls answered or cut off while others are
-//! served. Stale handles after the tree dropped a number: src/serve/nfs/tests.rs.
+//! `fragfs serve --nfs`: every file of the fixtures and of the shared corpus's sample
+//! (`corpus_sample`: every feature of every format version) byte-exact to the tree
+//! through an in-process NFSv3 client (tests/common/nfs.rs), sizes never wrong, a real
+//! client (libnfs's nfs-ls / nfs-cat / nfs-cp) on a few fixtures, writes refused, and
+//! malformed or abandoned calls answered or cut off while others are served. Stale handles after the tree dropped a number: src/serve/nfs/tests.rs.
 
 mod common;
 
@@ -123,7 +123,7 @@ fn every_file_of_the_fixtures_reads_the_same_over_nfs() {
 
 #[test]
 fn the_shared_corpus_reads_the_same_over_nfs() {
-    let checked = check_corpus_arrays(4, |array, expected, merged| {
+    let checked = check_corpus_sample(4, |array, expected, merged| {
         let tree: Arc<dyn FileTree> =
             Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
         let server = serve(tree.clone());

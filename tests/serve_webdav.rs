@@ -1,7 +1,8 @@
-//! `fragfs serve --webdav`: every file of the fixtures and the shared corpus byte-exact
-//! to the tree through PROPFIND listings and GET (an in-process client), the same
-//! through real clients (rclone; a davfs2 mount where the machine allows), and hostile
-//! or writing clients answered with errors while others are served.
+//! `fragfs serve --webdav`: every file of the fixtures and of the shared corpus's sample
+//! (`corpus_sample`: every feature of every format version) byte-exact to the tree
+//! through PROPFIND listings and GET (an in-process client), the same through real
+//! clients (rclone; a davfs2 mount where the machine allows), and hostile or writing
+//! clients answered with errors while others are served.
 
 mod common;
 
@@ -334,7 +335,7 @@ fn every_file_of_the_fixtures_reads_the_same_over_webdav() {
 
 #[test]
 fn the_shared_corpus_reads_the_same_over_webdav() {
-    let checked = check_corpus_arrays(4, |array, expected, merged| {
+    let checked = check_corpus_sample(4, |array, expected, merged| {
         let tree: Arc<dyn FileTree> =
             Arc::new(open_view(array, expected).map_err(|e| e.to_string())?);
         let server = serve(tree.clone(), None, false);

@@ -129,6 +129,133 @@ pub fn corpus_files(corpus: &Path) -> (JsonFiles, JsonFiles) {
     (arrays, merged)
 }
 
+/// The arrays of the shared corpus a face that only carries bytes (HTTP, the S3 API,
+/// NFS, WebDAV, an S3 bucket) reads, with their merged JSON: in each version folder,
+/// the fewest arrays that together show every feature of that folder's arrays
+/// ([`corpus_features`]: layout, orders, datatypes, var and multi-value cells,
+/// nullability, filters, encryption, several fragments, consolidation, deletes,
+/// duplicates), about half of the 525. What a face adds to the tree does not depend on
+/// how the tree decoded a file, only on which folders and files there are: the rest is
+/// read byte for byte through the tree (tests/conformance.rs, tests/merged.rs) and
+/// through FUSE (tests/mount.rs and the reader tests).
+pub fn corpus_sample(corpus: &Path) -> (JsonFiles, JsonFiles) {
+    let (mut arrays, mut merged) = (Vec::new(), Vec::new());
+    for (_, dir) in corpus_versions(corpus) {
+        let mut folder: Vec<_> = expected_files(&dir)
+            .into_iter()
+            .map(|(array, expected)| {
+                let features = corpus_features(&expected);
+                (array, expected, features)
+            })
+            .collect();
+        let mut uncovered: std::collections::BTreeSet<String> = folder
+            .iter()
+            .flat_map(|(_, _, f)| f.iter().cloned())
+            .collect();
+        // Greedy: the array that shows the most features not yet shown, the first by
+        // name among equals.
+        while !uncovered.is_empty() {
+            let best = (0..folder.len())
+                .max_by_key(|&i| {
+                    let new = folder[i].2.intersection(&uncovered).count();
+                    (new, std::cmp::Reverse(i))
+                })
+                .unwrap();
+            let (array, expected, features) = folder.remove(best);
+            uncovered.retain(|f| !features.contains(f));
+            arrays.push((array, expected));
+        }
+        let chosen: std::collections::HashSet<&PathBuf> = arrays.iter().map(|(a, _)| a).collect();
+        merged.extend(
+            merged_files(&dir)
+                .into_iter()
+                .filter(|(a, _)| chosen.contains(a)),
+        );
+    }
+    arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        arrays.len() > 200 && arrays.len() < 525,
+        "{} arrays sampled",
+        arrays.len()
+    );
+    (arrays, merged)
+}
+
+/// What an `<array>.expected.json` says the array shows, as words: `dense`, `order
+/// row-major col-major`, `attribute INT32`, `dimension var`, `filter ZstdFilter`,
+/// `offsets filter ...`, `nullable`, `encrypted`, `fragments`, `consolidated`,
+/// `deletes`, `duplicates`.
+pub fn corpus_features(expected: &Value) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    out.insert(text(&expected["array_type"]));
+    out.insert(format!(
+        "order {} {}",
+        text(&expected["cell_order"]),
+        text(&expected["tile_order"])
+    ));
+    let filter_name = |f: &Value| match f {
+        Value::Array(parts) => parts.first().map(text).unwrap_or_default(),
+        f => text(f),
+    };
+    for (role, fields) in [
+        ("attribute", &expected["attributes"]),
+        ("dimension", &expected["dimensions"]),
+    ] {
+        for field in fields.as_array().into_iter().flatten() {
+            out.insert(format!("{role} {}", text(&field["datatype"])));
+            match &field["cell_val_num"] {
+                Value::String(var) => out.insert(format!("{role} {var}")),
+                n if n.as_u64().is_some_and(|n| n > 1) => out.insert(format!("{role} multi")),
+                _ => false,
+            };
+            if field["nullable"] == Value::Bool(true) {
+                out.insert("nullable".into());
+            }
+            for f in field["filters"].as_array().into_iter().flatten() {
+                out.insert(format!("filter {}", filter_name(f)));
+            }
+        }
+    }
+    if let Some(lists) = expected["schema_filters"].as_object() {
+        for (list, filters) in lists {
+            for f in filters.as_array().into_iter().flatten() {
+                out.insert(format!("{list} filter {}", filter_name(f)));
+            }
+        }
+    }
+    if expected["encryption"]["key"].is_string() {
+        out.insert("encrypted".into());
+    }
+    let fragments = expected["fragments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if fragments.len() > 1 {
+        out.insert("fragments".into());
+    }
+    // `__t1_t2_uuid_v`: a fragment spanning timestamps is a consolidated one.
+    if fragments.iter().any(|f| {
+        let dir = text(&f["fragment_dir"]);
+        let name = dir.rsplit('/').next().unwrap_or_default();
+        let mut parts = name.trim_start_matches('_').split('_');
+        let stamp = |p: Option<&str>| p.and_then(|p| p.parse::<u64>().ok());
+        matches!((stamp(parts.next()), stamp(parts.next())), (Some(a), Some(b)) if a != b)
+    }) {
+        out.insert("consolidated".into());
+    }
+    if expected["deletes"]
+        .as_array()
+        .is_some_and(|d| !d.is_empty())
+    {
+        out.insert("deletes".into());
+    }
+    if expected["allows_duplicates"] == Value::Bool(true) {
+        out.insert("duplicates".into());
+    }
+    out
+}
+
 /// The shared corpus's folders, one per format version (`v2`, ...), by version; panics
 /// when there is none. Iterating these, never a guessed range, no version is skipped
 /// unnoticed and every folder holds arrays.
@@ -1094,10 +1221,33 @@ pub fn check_corpus_arrays(
         return 0;
     };
     let (arrays, merged) = corpus_files(&corpus);
-    let merged: std::collections::HashMap<_, _> = merged.into_iter().collect();
     assert_eq!(arrays.len(), 525);
+    check_each(&arrays, &merged, workers, check)
+}
+
+/// [`check_corpus_arrays`] of the [`corpus_sample`].
+pub fn check_corpus_sample(
+    workers: usize,
+    check: impl Fn(&Path, &Value, Option<&Value>) -> Result<(), String> + Sync,
+) -> usize {
+    let Some(corpus) = shared_or_skip(shared_corpus()) else {
+        return 0;
+    };
+    let (arrays, merged) = corpus_sample(&corpus);
+    check_each(&arrays, &merged, workers, check)
+}
+
+/// Runs `check` on each of `arrays` with its merged JSON, where `merged` has one;
+/// fails listing every array whose check failed. Returns how many were checked.
+fn check_each(
+    arrays: &[(PathBuf, Value)],
+    merged: &[(PathBuf, Value)],
+    workers: usize,
+    check: impl Fn(&Path, &Value, Option<&Value>) -> Result<(), String> + Sync,
+) -> usize {
+    let merged: std::collections::HashMap<_, _> = merged.iter().cloned().collect();
     let failures = std::sync::Mutex::new(Vec::new());
-    sum_in_parallel(&arrays, workers, |(array, expected)| {
+    sum_in_parallel(arrays, workers, |(array, expected)| {
         if let Err(e) = check(array, expected, merged.get(array)) {
             failures
                 .lock()
