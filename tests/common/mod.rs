@@ -18,15 +18,17 @@ use fragfs::view::{ArrayTree, FileTree, Ino, ROOT};
 use serde_json::Value;
 
 /// Runs `cmd`, which must succeed, and returns its standard output; a failure shows the
-/// command and what it wrote on standard error.
+/// command and what it wrote (the checkers print a mismatch on standard output, Python
+/// its traceback on standard error).
 pub fn run_ok(cmd: &mut std::process::Command) -> String {
     let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "{cmd:?}: {}",
+        "{cmd:?}: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stdout
 }
 
 pub fn repo() -> PathBuf {
@@ -1174,40 +1176,21 @@ pub fn check_in_batches(
         }
         let spec = jsons.path().join("spec.json");
         std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
-        let out = std::process::Command::new(python)
-            .arg(&script)
-            .arg(&spec)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{}: {stdout}{}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = run_ok(std::process::Command::new(python).arg(&script).arg(&spec));
         printed.lock().unwrap().push(stdout);
         (specs.len(), 0)
     });
     (printed.into_inner().unwrap().concat(), given)
 }
 
-/// Runs the Python source `script` with `python` and `args`; it must succeed. Returns
-/// what it printed; a failure shows that and its standard error.
+/// Runs the Python source `script` with `python` and `args` ([`run_ok`]).
 pub fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = std::process::Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    run_ok(
+        std::process::Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .args(args),
+    )
 }
 
 /// Runs `check` on every array of the shared corpus (with its merged truth, where there
