@@ -28,6 +28,7 @@ import time
 LONGEST_FIRST = [
     "soak",
     "s3",
+    "disk_cache",
     "corruption",
     "zarr",
     "serve_nfs",
