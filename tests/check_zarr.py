@@ -247,7 +247,9 @@ def exists(spec, rel):
     return os.path.exists(under(spec, rel))
 
 
-def check_state(spec, merged, read, shown, not_shown, fmt, stats):
+def check_state(spec, merged, read, shown, not_shown, fmt, stats, A, tiledb_reads):
+    """One state as Zarr v`fmt`; `A` is TileDB-Py's array at that state (or None), and
+    `tiledb_reads` its reads by attribute, kept for the other Zarr version."""
     ts = read["timestamp"]
     base = under(spec, "zarr" if ts is None else "at/%d/zarr" % ts)
     where = "%s %s v%d" % (spec["array"], "latest" if ts is None else "at/%d" % ts, fmt)
@@ -258,7 +260,6 @@ def check_state(spec, merged, read, shown, not_shown, fmt, stats):
     dims = [f for f in read["fields"] if f["role"] == "dimension"]
     attrs = [f for f in read["fields"] if f["role"] == "attribute"]
     # The schema domain, from the coordinate arrays, checked against TileDB-Py's.
-    A = open_tiledb(spec, ts)
     lows, shape = [], []
     for d in dims:
         c = arrays[encode_name(d["name"])]
@@ -326,7 +327,9 @@ def check_state(spec, merged, read, shown, not_shown, fmt, stats):
         # Everywhere: TileDB-Py's own read of the whole domain.
         if A is not None and cells <= WHOLE:
             try:
-                data = A.query(attrs=[f["name"]])[:]
+                if f["name"] not in tiledb_reads:
+                    tiledb_reads[f["name"]] = A.query(attrs=[f["name"]])[:]
+                data = tiledb_reads[f["name"]]
             except UnicodeDecodeError:
                 # Bytes that are not UTF-8 in a STRING_UTF8 attribute: TileDB-Py cannot
                 # read them; TileDB's raw read (merged.json) was the reference above.
@@ -353,8 +356,6 @@ def check_state(spec, merged, read, shown, not_shown, fmt, stats):
                 bad = np.argwhere(~(np.asarray(got) == from_tiledb_py(f, data)))[:3].tolist()
                 fail(where, "%s differs from TileDB-Py's A[:] at %s" % (name, bad))
             stats["whole"] += 1
-    if A is not None:
-        A.close()
 
 
 def main():
@@ -376,8 +377,13 @@ def main():
         stats = {"cells": 0, "whole": 0, "undecodable": 0}
         states = 0
         for read in states_to_check(merged, spec.get("every_state", True)):
+            # TileDB-Py's array and reads at this state, for both versions.
+            A = open_tiledb(spec, read["timestamp"])
+            tiledb_reads = {}
             for fmt in (2, 3):
-                check_state(spec, merged, read, shown, not_shown, fmt, stats)
+                check_state(spec, merged, read, shown, not_shown, fmt, stats, A, tiledb_reads)
+            if A is not None:
+                A.close()
             states += 1
         print("ok %s: %d states, %d cells, %d whole-domain compares with TileDB-Py%s"
               % (spec["array"], states, stats["cells"], stats["whole"],
