@@ -127,7 +127,8 @@ def time_dtype(dt):
 
 
 def check_raw(where, ds, read, dense, shape, summary):
-    """netCDF4-python without masking: every variable bit for bit."""
+    """netCDF4-python without masking: every variable bit for bit. Returns the variables
+    checked, `(field, name, TileDB's values)`, and their `_FillValue`s."""
     ds.set_auto_maskandscale(False)
     names = set(ds.variables)
     fields = read["fields"]
@@ -145,7 +146,7 @@ def check_raw(where, ds, read, dense, shape, summary):
     else:
         if ds.dimensions["cells"].size != read["cell_num"]:
             fail(where, "cells: %d, TileDB %d" % (ds.dimensions["cells"].size, read["cell_num"]))
-    checked = []
+    checked, fills = [], {}
     for f in fields:
         if dense and f["role"] == "dimension":
             continue
@@ -170,12 +171,14 @@ def check_raw(where, ds, read, dense, shape, summary):
         elif not same(got, want):
             fail(where, "%s differs from TileDB's values: %s vs %s" % (name, None if got is None else got.ravel()[:8], want.ravel()[:8]))
         checked.append((f, name, want))
-    return checked
+        fills[name] = np.asarray(v.getncattr("_FillValue") if "_FillValue" in v.ncattrs() else [])
+    return checked, fills
 
 
-def check_decoded(where, path, engine, checked, shape):
-    """xarray decoding as CF says: masked where the value is the fill value, dates and
-    times as TileDB-Py's, unsigned types as unsigned."""
+def check_decoded(where, path, engine, checked, fills, shape):
+    """xarray decoding as CF says: masked where the value is the fill value (`fills`:
+    each variable's `_FillValue` as netCDF4-python read it), dates and times as
+    TileDB-Py's, unsigned types as unsigned."""
     try:
         ds = xr.open_dataset(path, engine=engine, concat_characters=False, decode_timedelta=True)
         for _, name, _ in checked:
@@ -186,13 +189,11 @@ def check_decoded(where, path, engine, checked, shape):
         ds = xr.open_dataset(path, engine=engine, concat_characters=False,
                              decode_times=False, decode_timedelta=False)
     try:
-        raw = netCDF4.Dataset(path)
         for f, name, want in checked:
             dt = f["datatype"]
             if dt in TEXT:
                 continue
-            v = raw.variables[name]
-            fill = np.asarray(v.getncattr("_FillValue") if "_FillValue" in v.ncattrs() else [])
+            fill = fills[name]
             got = ds[name].values
             if fill.size:
                 fb = np.asarray(fill).astype(fill.dtype.newbyteorder("=")).view(want.dtype)[()]
@@ -218,7 +219,6 @@ def check_decoded(where, path, engine, checked, shape):
                     np.array_equal(got[~mask], expect[~mask].astype(got.dtype), equal_nan=True)
             if not ok:
                 fail(where, "%s engine=%s: decoded %s differs from TileDB's" % (name, engine, got.dtype))
-        raw.close()
     finally:
         ds.close()
 
@@ -320,13 +320,13 @@ def main():
                         fail(where, "cells differ from TileDB's as a multiset")
                     states += 1
                     continue
-                checked = check_raw(where, ds, read, dense, shape, summary)
+                checked, fills = check_raw(where, ds, read, dense, shape, summary)
             finally:
                 ds.close()
             # xarray with both engines on every state checked.
             engines = ["netcdf4"] + (["scipy"] if summary["format"] == "CDF-2" else [])
             for engine in engines:
-                check_decoded(where, path, engine, checked, shape)
+                check_decoded(where, path, engine, checked, fills, shape)
             if spec.get("cli"):
                 dumps += check_cli(where, path, checked, dense and ts is None)
             states += 1
