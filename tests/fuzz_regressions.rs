@@ -5,6 +5,9 @@
 //!
 //! A new finding goes to `tests/fuzz_regressions/<target>/<what-it-was>`, minimised
 //! (`cargo fuzz tmin`), next to the fix.
+//!
+//! Each target then runs its seeds (cut from the fixtures as cargo-fuzz's are) and a few
+//! deterministic mutations of each: see [`mutants`].
 
 #[path = "../fuzz/src/lib.rs"]
 mod harness;
@@ -55,10 +58,26 @@ unsafe impl GlobalAlloc for Recording {
 #[global_allocator]
 static ALLOCATOR: Recording = Recording;
 
+/// Why running `input` through `run` is a finding (a panic, or one allocation over
+/// [`MALLOC_LIMIT`]), if it is.
+fn finding(run: fn(&[u8]), input: &[u8]) -> Option<String> {
+    LARGEST.with(|l| l.set(0));
+    let outcome = std::panic::catch_unwind(|| run(input));
+    let largest = LARGEST.with(Cell::get);
+    if outcome.is_err() {
+        Some("panicked".into())
+    } else if largest > MALLOC_LIMIT {
+        Some(format!("one allocation of {largest} bytes"))
+    } else {
+        None
+    }
+}
+
 /// Runs every saved input of `target` through it; each that panics or makes an
 /// allocation over [`MALLOC_LIMIT`] is named, and fails the test. Every target has
 /// saved inputs (fuzzer findings, or hand-made guards: counts of 0xFF.., inputs cut
-/// short): a folder gone missing fails rather than replay nothing.
+/// short): a folder gone missing fails rather than replay nothing. Then the seeds of
+/// the target and their mutations ([`mutants`]).
 fn replay(target: &str, run: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fuzz_regressions")
@@ -71,19 +90,136 @@ fn replay(target: &str, run: fn(&[u8])) {
     let mut failures = Vec::new();
     for path in paths {
         let bytes = std::fs::read(&path).unwrap();
-        LARGEST.with(|l| l.set(0));
-        let outcome = std::panic::catch_unwind(|| run(&bytes));
-        let largest = LARGEST.with(Cell::get);
-        if outcome.is_err() {
-            failures.push(format!("{}: panicked", path.display()));
-        } else if largest > MALLOC_LIMIT {
-            failures.push(format!(
-                "{}: one allocation of {largest} bytes",
-                path.display()
-            ));
+        if let Some(why) = finding(run, &bytes) {
+            failures.push(format!("{}: {why}", path.display()));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    mutants(target, run);
+}
+
+/// Mutations per seed.
+const MUTATIONS: u64 = 6;
+
+/// The seeds of every target, cut from the fixtures once (`fuzz/src/seeds.rs`, as
+/// `scripts/fuzz-smoke.sh` seeds cargo-fuzz).
+fn seeds() -> &'static harness::seeds::Seeds {
+    static SEEDS: std::sync::OnceLock<harness::seeds::Seeds> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut arrays = Vec::new();
+        harness::seeds::find_arrays(&root, &mut arrays);
+        let mut seeds = harness::seeds::Seeds::default();
+        for array in &arrays {
+            // Fixtures made to be refused (pre-1.4 arrays, corrupt ones) give no seeds.
+            let _ = harness::seeds::seed_array(array, &mut seeds);
+        }
+        harness::seeds::seed_filo(&root, &mut seeds);
+        seeds
+    })
+}
+
+/// A fuzzer's first moves, made deterministic (a fixed random source per seed), run on
+/// every test: each seed of `target` as it is and [`MUTATIONS`] times changed (bits
+/// flipped, a run of bytes set to 0x00 or 0xFF, a count-sized field set to an extreme,
+/// the input cut short, a slice repeated). Not coverage-guided like cargo-fuzz
+/// (`scripts/fuzz-smoke.sh`, run by hand), but a few thousand inputs near real bytes
+/// through every target body on every change, in seconds. A finding is written to
+/// `target/tmp/fuzz-mutants/<target>/` to be kept in `tests/fuzz_regressions/`.
+fn mutants(target: &str, run: fn(&[u8])) {
+    let inputs = seeds()
+        .0
+        .get(target)
+        .unwrap_or_else(|| panic!("no seed for {target} in tests/fixtures"));
+    let mut failures = Vec::new();
+    for (hash, seed) in inputs {
+        let mut rng = XorShift(hash | 1);
+        for m in 0..=MUTATIONS {
+            let input = if m == 0 {
+                seed.clone()
+            } else {
+                mutate(seed, &mut rng)
+            };
+            if let Some(why) = finding(run, &input) {
+                let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                    .join("fuzz-mutants")
+                    .join(target);
+                std::fs::create_dir_all(&dir).unwrap();
+                let path = dir.join(format!("{hash:016x}-{m}"));
+                std::fs::write(&path, &input).unwrap();
+                failures.push(format!("{}: {why}", path.display()));
+            }
+        }
+    }
+    let total = inputs.len() as u64 * (MUTATIONS + 1);
+    assert!(
+        failures.is_empty(),
+        "{} of {total} inputs near the seeds of {target}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("{target}: {} seeds, {total} inputs", inputs.len());
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// `seed` with one change.
+fn mutate(seed: &[u8], rng: &mut XorShift) -> Vec<u8> {
+    let mut out = seed.to_vec();
+    if out.is_empty() {
+        out.push(rng.next() as u8);
+        return out;
+    }
+    let at = rng.below(out.len());
+    match rng.below(5) {
+        0 => {
+            for _ in 0..1 + rng.below(4) {
+                let i = rng.below(out.len());
+                out[i] ^= 1 << rng.below(8);
+            }
+        }
+        1 => {
+            let fill = if rng.below(2) == 0 { 0x00 } else { 0xFF };
+            let end = (at + 1 + rng.below(8)).min(out.len());
+            out[at..end].fill(fill);
+        }
+        2 => {
+            // Counts, lengths and offsets are 4 or 8 bytes, little-endian.
+            let extremes = [
+                0,
+                1,
+                0x7FFF_FFFF,
+                0xFFFF_FFFF,
+                0x8000_0000_0000_0000,
+                u64::MAX,
+            ];
+            let v = extremes[rng.below(extremes.len())].to_le_bytes();
+            let width = if rng.below(2) == 0 { 4 } else { 8 };
+            let end = (at + width).min(out.len());
+            out[at..end].copy_from_slice(&v[..end - at]);
+        }
+        3 => out.truncate(at),
+        _ => {
+            let end = (at + 1 + rng.below(64)).min(out.len());
+            let slice = out[at..end].to_vec();
+            out.splice(at..at, slice);
+        }
+    }
+    out
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! saved from a crash replays exactly what the fuzzer ran. Each function takes arbitrary
 //! bytes and must return: any panic, hang or oversized allocation inside fragfs is a bug.
 //! The input layouts are small headers in front of real bytes, so files of real arrays
-//! (cut up by `examples/seed_corpus.rs`) make good seeds.
+//! (cut up by `seeds.rs`) make good seeds.
 
 use fragfs::array::dense_grid::DenseGrid;
 use fragfs::array::field::fragment_fields;
@@ -22,6 +22,8 @@ use fragfs::format::pipeline::WebpOptions;
 use fragfs::format::schema::ArraySchema;
 use fragfs::format::{Datatype, Filter, FilterPipeline, Reader};
 use fragfs::storage::MemoryStore;
+
+pub mod seeds;
 
 /// The key of the `encrypted` fixture, so its tiles decrypt and the fuzzer gets past
 /// AES-GCM on seeds taken from it.
