@@ -612,16 +612,20 @@ impl ArrayNc {
         };
         match plan.sources.get(var) {
             Some(&Source::Values { field, width }) => {
-                // The values under the range, whole, swapped, then cut.
+                // The values under the range, whole, read straight into `out` and swapped
+                // there (every byte of a variable passes here: no scratch copy), then cut
+                // to the range where it starts or ends inside a value.
                 let (a, b) = (from / width * width, to.div_ceil(width) * width);
-                let mut buf = Vec::with_capacity((b - a) as usize);
+                let start = out.len();
                 self.field_at(at, field)
-                    .read_raw(RawFile::Values, a, b - a, &mut buf)?;
-                if buf.len() as u64 != b - a {
+                    .read_raw(RawFile::Values, a, b - a, out)?;
+                if (out.len() - start) as u64 != b - a {
+                    out.truncate(start);
                     return Err(short(&plan.file.vars[var].name));
                 }
-                nc::swap_in_place(&mut buf, width);
-                out.extend_from_slice(&buf[(from - a) as usize..(to - a) as usize]);
+                nc::swap_in_place(&mut out[start..], width);
+                out.truncate(start + (to - a) as usize);
+                out.drain(start..start + (from - a) as usize);
             }
             Some(&Source::Validity { field }) => {
                 let before = out.len();
