@@ -9,8 +9,11 @@
 //! Each target then runs its seeds (cut from the fixtures as cargo-fuzz's are) and a few
 //! deterministic mutations of each: see [`mutants`].
 
+mod common;
 #[path = "../fuzz/src/lib.rs"]
 mod harness;
+
+use common::rng::Rng;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -133,7 +136,7 @@ fn mutants(target: &str, run: fn(&[u8])) {
         .unwrap_or_else(|| panic!("no seed for {target} in tests/fixtures"));
     let mut failures = Vec::new();
     for (hash, seed) in inputs {
-        let mut rng = XorShift(hash | 1);
+        let mut rng = Rng(hash | 1);
         for m in 0..=MUTATIONS {
             let input = if m == 0 {
                 seed.clone()
@@ -161,24 +164,8 @@ fn mutants(target: &str, run: fn(&[u8])) {
     eprintln!("{target}: {} seeds, {total} inputs", inputs.len());
 }
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A number in `0..n` (`n` > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// `seed` with one change.
-fn mutate(seed: &[u8], rng: &mut XorShift) -> Vec<u8> {
+fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut out = seed.to_vec();
     if out.is_empty() {
         out.push(rng.next() as u8);

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::mounting::*;
+use common::rng::Rng;
 use common::*;
 use fragfs::view::{ArrayTree, FileTree, Kind};
 
@@ -176,21 +177,6 @@ fn zarr_chunk_key(path: &str) -> Option<String> {
     };
     let is_chunk = !key.is_empty() && key.split('.').all(|i| i.parse::<u64>().is_ok());
     is_chunk.then(|| format!("{array} {key}"))
-}
-
-/// A small deterministic random source per reader.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 struct Load<'a> {

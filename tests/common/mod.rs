@@ -7,6 +7,7 @@
 pub mod http;
 pub mod mounting;
 pub mod nfs;
+pub mod rng;
 pub mod s3;
 
 use std::collections::BTreeMap;
