@@ -196,6 +196,22 @@ impl FragFs {
     /// disk cache, checked, and the daemon serves no open of it): true if so. An open
     /// not by passthrough is counted as served by the daemon.
     fn open_passthrough(&self, ino: Ino, reply: &ReplyOpen) -> bool {
+        {
+            let mut opens = self.inode_opens();
+            let o = opens.entry(ino).or_default();
+            if let Some((_, n)) = &mut o.passthrough {
+                *n += 1;
+                return true;
+            }
+            if o.by_daemon > 0 || !self.passthrough.load(Ordering::Acquire) {
+                o.by_daemon += 1;
+                return false;
+            }
+        }
+        // The cache file is checked (read back whole, once per process) without the
+        // lock, so other opens and closes do not wait for it; what others did meanwhile
+        // is looked at again below.
+        let cached = self.view.cached_file(ino);
         let mut opens = self.inode_opens();
         let o = opens.entry(ino).or_default();
         if let Some((_, n)) = &mut o.passthrough {
@@ -203,7 +219,7 @@ impl FragFs {
             return true;
         }
         if o.by_daemon == 0 && self.passthrough.load(Ordering::Acquire) {
-            if let Some((file, path)) = self.view.cached_file(ino) {
+            if let Some((file, path)) = cached {
                 match reply.open_backing(&file) {
                     Ok(id) => {
                         log::info!("{path}.data: read by the kernel (FUSE passthrough)");

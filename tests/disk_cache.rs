@@ -355,6 +355,72 @@ fn a_damaged_complete_file_is_not_handed_to_the_kernel() {
     assert_eq!(std::fs::read(&data).unwrap(), bytes);
 }
 
+/// Opening a file complete in the cache checks the same file of the next fragment ahead
+/// of its open (`cat fragments/*/a/values.bin`, cold: the check's read from disk
+/// overlaps the kernel's copy of this one), and a damaged next file fails that check.
+#[test]
+fn the_next_fragments_file_is_checked_ahead_of_its_open() {
+    let (array, expected) = fixture("dense_2d");
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let (_, tree) = cached(&array, &expected, &config);
+    let binaries: Vec<_> = fragment_binaries(&tree)
+        .into_iter()
+        .filter(|(p, _)| p.ends_with("/plain/values.bin"))
+        .collect();
+    assert_eq!(binaries.len(), 2, "{binaries:?}");
+    for (_, ino) in &binaries {
+        read_all(&tree, *ino).unwrap();
+    }
+    let next_data = |tree: &CachedTree| {
+        let key = tree.next_cache_key(tree.resolve(&binaries[0].0).unwrap());
+        let key = key.expect("a guess of the next file");
+        tree.cache()
+            .existing_entry(&key)
+            .expect("the next file is in the cache")
+    };
+    let (_, second_data) = tree.cached_file(binaries[1].1).unwrap();
+    assert!(
+        tree.next_cache_key(binaries[1].1).is_none(),
+        "the last fragment has no next"
+    );
+
+    // A remount: nothing checked yet; opening the first fragment's file checks the next.
+    let (_, tree) = cached(&array, &expected, &config);
+    let next = next_data(&tree);
+    assert!(next.is_complete() && !next.is_verified());
+    tree.cached_file(tree.resolve(&binaries[0].0).unwrap())
+        .expect("complete");
+    let waited = std::time::Instant::now();
+    while !next.is_verified() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(120),
+            "the next fragment's file was never checked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let second = tree.resolve(&binaries[1].0).unwrap();
+    assert!(tree.cached_file(second).is_some());
+
+    // Flipped on disk: the check ahead does not pass it, nor does its own open.
+    let data = PathBuf::from(format!("{second_data}.data"));
+    let mut bytes = std::fs::read(&data).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&data, &bytes).unwrap();
+    let (_, tree) = cached(&array, &expected, &config);
+    let next = next_data(&tree);
+    tree.cached_file(tree.resolve(&binaries[0].0).unwrap())
+        .expect("complete");
+    let second = tree.resolve(&binaries[1].0).unwrap();
+    assert!(
+        tree.cached_file(second).is_none(),
+        "damaged, yet handed over"
+    );
+    assert!(!next.is_verified() && !next.is_complete());
+    bytes[0] ^= 1;
+    assert_eq!(read_all(&tree, second).unwrap(), bytes);
+}
+
 #[test]
 fn eviction_keeps_the_bound() {
     let (array, expected) = fixture("dense_2d");

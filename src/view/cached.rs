@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -27,7 +28,14 @@ pub struct CachedTree {
     /// Bytes served from the cache, and decoded for it, since the tree was opened.
     hit: AtomicU64,
     filled: AtomicU64,
+    /// To the thread that checks, ahead of its open, the cache file a sequential reader
+    /// will likely open next (see [`CachedTree::check_ahead`]).
+    ahead: Option<SyncSender<Arc<Entry>>>,
 }
+
+/// The largest file checked ahead of its open: the check reads the whole file, which a
+/// wrong guess wastes.
+const CHECK_AHEAD_MAX: u64 = 1 << 30;
 
 /// What a file of the tree is in the cache now, for `fragfs info` and the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +56,7 @@ impl CachedTree {
             pruned_at: AtomicU64::new(u64::MAX),
             hit: AtomicU64::new(0),
             filled: AtomicU64::new(0),
+            ahead: start_checker(),
         };
         tree.prune();
         tree
@@ -78,6 +87,26 @@ impl CachedTree {
             if let Err(e) = self.cache.retain_fragments(&array, &live) {
                 log::warn!("disk cache: dropping vacuumed fragments of {array}: {e}");
             }
+        }
+    }
+
+    /// Before the kernel may read a cache file itself, every block of it is read back
+    /// and checked (once per process), and cold that read is the whole cost of the
+    /// open: from disk, then the kernel's copy from the page cache, one after the other.
+    /// So at the open of one file, the one a sequential reader will likely open next
+    /// (`cat fragments/*/a/values.bin`) is checked on another thread while this one is
+    /// copied; its open then finds it checked, or waits for the check under way.
+    fn check_ahead(&self, ino: Ino) {
+        let Some(ahead) = &self.ahead else { return };
+        let Some(key) = self.inner.next_cache_key(ino) else {
+            return;
+        };
+        let Some(entry) = self.cache.existing_entry(&key) else {
+            return;
+        };
+        if entry.is_complete() && entry.size() <= CHECK_AHEAD_MAX {
+            // Busy with an earlier one: this guess is dropped, not queued.
+            let _ = ahead.try_send(entry);
         }
     }
 
@@ -129,6 +158,23 @@ impl CachedTree {
             },
         }
     }
+}
+
+/// The thread of [`CachedTree::check_ahead`]; it ends with the tree (its channel).
+fn start_checker() -> Option<SyncSender<Arc<Entry>>> {
+    let (send, receive) = sync_channel::<Arc<Entry>>(1);
+    std::thread::Builder::new()
+        .name("fragfs-check".into())
+        .spawn(move || {
+            for entry in receive {
+                if entry.verified_data().is_none() {
+                    log::debug!("disk cache: {}: not whole on disk", entry.base().display());
+                }
+            }
+        })
+        .map_err(|e| log::warn!("disk cache: no thread to check files ahead: {e}"))
+        .ok()?;
+    Some(send)
 }
 
 impl FileTree for CachedTree {
@@ -217,6 +263,10 @@ impl FileTree for CachedTree {
         self.inner.cache_key(ino)
     }
 
+    fn next_cache_key(&self, ino: Ino) -> Option<CacheKey> {
+        self.inner.next_cache_key(ino)
+    }
+
     fn cache_fragments(&self) -> Vec<(String, HashSet<String>)> {
         self.inner.cache_fragments()
     }
@@ -226,6 +276,7 @@ impl FileTree for CachedTree {
         let file = entry.verified_data()?.try_clone().ok()?;
         // The kernel's reads will not tell the cache the file is in use: this open does.
         entry.touch();
+        self.check_ahead(ino);
         Some((file, entry.base().display().to_string()))
     }
 }

@@ -168,6 +168,13 @@ pub trait FileTree: Send + Sync {
         None
     }
 
+    /// The cache key of the file a sequential reader of `ino` is likely to open next
+    /// (`cat fragments/*/a/values.bin`: the same file of the next fragment), for the
+    /// disk cache to check ahead of that open. `None` when there is no such guess.
+    fn next_cache_key(&self, _ino: Ino) -> Option<CacheKey> {
+        None
+    }
+
     /// Per array of the tree (its identity, as in [`CacheKey::array`]), the names of
     /// its fragments now: the disk cache drops the entries of the others (vacuumed).
     fn cache_fragments(&self) -> Vec<(String, HashSet<String>)> {

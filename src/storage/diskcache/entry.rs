@@ -15,6 +15,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
@@ -44,6 +45,10 @@ pub struct Entry {
     /// Every block was read back and matched its record in this process: the data
     /// file may be handed to the kernel as it is.
     verified: AtomicBool,
+    /// Held while the blocks are read back: an open that comes while the check ahead of
+    /// it runs ([`Entry::verified_data`] on another thread) waits for that answer
+    /// instead of reading the file a second time.
+    verifying: Mutex<()>,
     /// The entry was evicted or dropped: it stores nothing more.
     retired: AtomicBool,
     /// When (seconds since the epoch) the index's time was last set to now: a file in
@@ -105,6 +110,21 @@ fn header(key: &str, size: u64) -> Vec<u8> {
 /// The length of the index of a file of `size` bytes with key `key`.
 pub(super) fn index_len(key: &str, size: u64) -> u64 {
     header(key, size).len() as u64 + blocks_of(size) * RECORD
+}
+
+/// The file size the index of the entry at `base` records, read from its header alone
+/// (what [`Entry::open`] is then given to check it against); `None` without an index.
+pub(super) fn recorded_size(base: &Path) -> Option<u64> {
+    let mut head = [0u8; 16];
+    File::open(index_path(base))
+        .ok()?
+        .read_exact_at(&mut head, 0)
+        .ok()?;
+    (&head[..8] == MAGIC).then(|| {
+        u64::from_le_bytes([
+            head[8], head[9], head[10], head[11], head[12], head[13], head[14], head[15],
+        ])
+    })
 }
 
 /// What an index at `path` says, without its key: the file's size, and how many of its
@@ -204,6 +224,7 @@ impl Entry {
             blocks,
             valid: AtomicU64::new(valid),
             verified: AtomicBool::new(false),
+            verifying: Mutex::new(()),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         }))
@@ -246,6 +267,7 @@ impl Entry {
             blocks: (0..blocks_of(size)).map(|_| AtomicU64::new(0)).collect(),
             valid: AtomicU64::new(0),
             verified: AtomicBool::new(false),
+            verifying: Mutex::new(()),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         })
@@ -292,16 +314,24 @@ impl Entry {
 
     /// The data file, for the kernel to read directly: only once every block was read
     /// back and matched its record (once per process; the caller asks again for each
-    /// open, and the answer is kept).
+    /// open, and the answer is kept). One check runs at a time: a caller that comes
+    /// during another's waits for it.
     pub fn verified_data(&self) -> Option<&File> {
-        if self.verified.load(Ordering::Acquire) {
-            return Some(&self.data);
+        if !self.verified.load(Ordering::Acquire) {
+            let _one = self.verifying.lock().unwrap_or_else(|e| e.into_inner());
+            if !self.verified.load(Ordering::Acquire) {
+                if !self.is_complete() || !self.verify() {
+                    return None;
+                }
+                self.verified.store(true, Ordering::Release);
+            }
         }
-        if !self.is_complete() || !self.verify() {
-            return None;
-        }
-        self.verified.store(true, Ordering::Release);
         Some(&self.data)
+    }
+
+    /// Whether every block was read back and matched (see [`Entry::verified_data`]).
+    pub fn is_verified(&self) -> bool {
+        self.verified.load(Ordering::Acquire)
     }
 
     /// Reads every block back and checks it against its record; a block that does not

@@ -332,16 +332,8 @@ impl DiskCache {
             return Ok(None);
         }
         let base = self.base_of(key);
-        {
-            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-            open.tick += 1;
-            let tick = open.tick;
-            if let Some((t, e)) = open.map.get_mut(&base) {
-                if e.size() == size && !e.is_retired() {
-                    *t = tick;
-                    return Ok(Some(e.clone()));
-                }
-            }
+        if let Some(e) = self.open_entry(&base, Some(size)) {
+            return Ok(Some(e));
         }
         let text = Self::key_text(key);
         let entry = match Entry::open(&base, &text, size)? {
@@ -365,10 +357,53 @@ impl DiskCache {
                 Entry::create(&base, &text, size)
             })?,
         };
-        let entry = Arc::new(entry);
+        Ok(Some(self.keep_open(base, entry)))
+    }
+
+    /// The entry of the file `key` names if the cache holds one, at the size its index
+    /// records; never made: for work ahead of a reader (checking the file it is likely
+    /// to open next), which must not fill the cache with empty entries.
+    pub fn existing_entry(&self, key: &CacheKey) -> Option<Arc<Entry>> {
+        if !self.admits(key) {
+            return None;
+        }
+        let base = self.base_of(key);
+        if let Some(e) = self.open_entry(&base, None) {
+            return Some(e);
+        }
+        let size = entry::recorded_size(&base)?;
+        let entry = Entry::open(&base, &Self::key_text(key), size).ok()??;
+        Some(self.keep_open(base, entry))
+    }
+
+    /// The entry at `base` if this process has it open (of `size` bytes, when given).
+    fn open_entry(&self, base: &Path, size: Option<u64>) -> Option<Arc<Entry>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         open.tick += 1;
         let tick = open.tick;
+        let (t, e) = open.map.get_mut(base)?;
+        if size.is_some_and(|s| s != e.size()) || e.is_retired() {
+            return None;
+        }
+        *t = tick;
+        Some(e.clone())
+    }
+
+    /// Keeps `entry` among the open ones (closing the least recently used beyond
+    /// [`OPEN_ENTRIES`]). If another thread opened the same entry meanwhile, that one is
+    /// kept and returned: every user of an entry shares its state (which blocks it
+    /// holds, whether it was checked).
+    fn keep_open(&self, base: PathBuf, entry: Entry) -> Arc<Entry> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.tick += 1;
+        let tick = open.tick;
+        if let Some((t, e)) = open.map.get_mut(&base) {
+            if e.size() == entry.size() && !e.is_retired() {
+                *t = tick;
+                return e.clone();
+            }
+        }
+        let entry = Arc::new(entry);
         open.map.insert(base, (tick, entry.clone()));
         if open.map.len() > OPEN_ENTRIES {
             if let Some(oldest) = open
@@ -380,7 +415,7 @@ impl DiskCache {
                 open.map.remove(&oldest);
             }
         }
-        Ok(Some(entry))
+        entry
     }
 
     /// Whether `bytes` more may be written now: makes room by evicting the least

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use super::{ArrayTree, FieldOf, Folder, Node};
 use crate::storage::diskcache::{CacheKey, CacheScope};
-use crate::view::tiledb::faces::Table;
+use crate::view::tiledb::faces::{FaceId, Table};
 use crate::view::Ino;
 
 impl ArrayTree {
@@ -20,10 +20,7 @@ impl ArrayTree {
         }
         let (folder, file) = match &node {
             Node::FolderFile(folder, id) => (*folder, format!("face {}", Folder::face(*id).name())),
-            Node::FieldFile(of, id) => (
-                of.folder,
-                format!("field {} face {}", of.index, FieldOf::face(*id).name()),
-            ),
+            Node::FieldFile(of, id) => (of.folder, field_file(of.index, *id)),
             Node::EnumFile(of, file) => (
                 of.folder,
                 format!("field {} enumeration {file:?}", of.index),
@@ -44,9 +41,43 @@ impl ArrayTree {
         })
     }
 
+    /// The key of the same field file in the next fragment (see
+    /// [`crate::view::FileTree::next_cache_key`]): for a fragment's field files of a
+    /// local array only, as read-ahead does (on object storage the guess would fetch the
+    /// next fragment's metadata before its first use).
+    pub(super) fn next_node_cache_key(&self, ino: Ino) -> Option<CacheKey> {
+        let Node::FieldFile(of, id) = self.nodes.node(ino)? else {
+            return None;
+        };
+        let Folder::Fragment(fragment) = of.folder else {
+            return None;
+        };
+        let array = self.array();
+        if array.store.is_remote() {
+            return None;
+        }
+        let k = array.fragments.iter().position(|f| f.id == fragment)?;
+        let next = array.fragments.get(k + 1)?;
+        let (_, meta) = self.meta(fragment).ok()?;
+        let name = &meta.fields.get(of.index)?.name;
+        let (_, next_meta) = self.meta(next.id).ok()?;
+        let j = next_meta.fields.iter().position(|f| &f.name == name)?;
+        Some(CacheKey {
+            array: array.store.cache_identity(),
+            scope: CacheScope::Fragment(next.name.clone()),
+            file: field_file(j, id),
+            decrypted: array.options.key.is_some(),
+        })
+    }
+
     pub(super) fn live_fragment_names(&self) -> Vec<(String, HashSet<String>)> {
         let array = self.array();
         let names = array.fragments.iter().map(|f| f.name.clone()).collect();
         vec![(array.store.cache_identity(), names)]
     }
+}
+
+/// The file part of a field file's key: the field by its index in its folder's fields.
+fn field_file(index: usize, id: FaceId) -> String {
+    format!("field {index} face {}", FieldOf::face(id).name())
 }

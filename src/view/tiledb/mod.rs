@@ -805,6 +805,10 @@ impl FileTree for ArrayTree {
         self.node_cache_key(ino)
     }
 
+    fn next_cache_key(&self, ino: Ino) -> Option<crate::storage::diskcache::CacheKey> {
+        self.next_node_cache_key(ino)
+    }
+
     fn cache_fragments(&self) -> Vec<(String, std::collections::HashSet<String>)> {
         self.live_fragment_names()
     }
