@@ -220,3 +220,44 @@ fn read_ahead_order(frag: &str, remote: bool) -> usize {
     }
     hints.len()
 }
+
+#[test]
+fn read_ahead_of_a_merged_file_prepares_the_tiles_of_its_source_fragments() {
+    // `latest/<attr>/values.bin` and `latest/array.nc` draw their cells from the
+    // fragments' tiles: read-ahead brings in (and walks) the stored tiles of every
+    // fragment that the range's cells come from, and decodes nothing; the reads that
+    // follow touch only tiles that were asked for.
+    let (array, expected) = fixture("dense_basic");
+    let store = std::sync::Arc::new(MemoryStore::from_dir(&array).unwrap());
+    let view = ArrayTree::open(store.clone(), options_for(&expected), 64 << 20).unwrap();
+    let fields = expected["fragments"][0]["fields"].as_array().unwrap();
+    let field = fields.iter().find(|f| f["name"] == "f64_zstd").unwrap();
+    let data = format!("/{}", field["files"]["data"].as_str().unwrap());
+    for path in ["latest/f64_zstd/values.bin", "latest/array.nc"] {
+        let node = view.resolve(path).unwrap();
+        let size = view.size(node).unwrap();
+        let decoded = view.chunks_decoded();
+        store.keep_journal();
+        view.read_ahead(node, 0, size).unwrap();
+        assert_eq!(view.chunks_decoded(), decoded, "{path}: read-ahead decoded");
+        let mut ahead = std::collections::BTreeSet::new();
+        for access in store.journal_entries() {
+            if let Access::ReadAhead { key, .. } = access {
+                if key.ends_with(&data) {
+                    ahead.insert(key);
+                }
+            }
+        }
+        view.read_at(node, 0, size).unwrap();
+        let mut read = std::collections::BTreeSet::new();
+        for access in store.journal_entries() {
+            if let Access::Read { key, .. } = access {
+                if key.ends_with(&data) {
+                    read.insert(key);
+                }
+            }
+        }
+        assert!(!read.is_empty(), "{path}: the read reads no fragment file");
+        assert_eq!(ahead, read, "{path}: the fragments read ahead");
+    }
+}

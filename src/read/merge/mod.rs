@@ -475,6 +475,62 @@ impl Merged {
         }
     }
 
+    /// Read-ahead of bytes `[offset, offset + len)` of a raw file of field `f`, as a
+    /// fragment's own file gets it: the stored tiles its cells come from are brought
+    /// into the page cache and their chunk headers walked, one call per source fragment
+    /// over the span of its cells. Without it a cold merged read waits for the disk tile
+    /// by tile: a dense state's rows cross many tiles, whose reads the kernel does not
+    /// see as sequential. Dense states' fixed-size values and validity only: there the
+    /// cells' sources follow from the domain, where a sparse state's would take the
+    /// merge itself.
+    pub fn read_ahead(&self, f: usize, file: RawFile, offset: u64, len: u64) -> Result<()> {
+        let Shape::Dense(d) = &self.shape else {
+            return Ok(());
+        };
+        let field = self.field(f)?;
+        let validity = file == RawFile::Validity;
+        // A dense state's coordinates are computed, not read: nothing to prepare.
+        let stored_values =
+            file == RawFile::Values && !field.is_var() && field.role != FieldRole::Dimension;
+        if !(validity || stored_values) {
+            return Ok(());
+        }
+        let per = if validity { 1 } else { field.cell_size() };
+        let end = offset.saturating_add(len).min(self.size(f, file)?);
+        if offset >= end {
+            return Ok(());
+        }
+        let (a, b) = (offset / per, end.div_ceil(per));
+        let mut spans: Vec<Option<(u64, u64)>> = vec![None; self.sources.len()];
+        for run in d.runs(a, b - a) {
+            let Some(span) = run.source.and_then(|s| spans.get_mut(s)) else {
+                continue;
+            };
+            let last = run.count.saturating_sub(1).saturating_mul(run.stride);
+            let stop = run.cell.saturating_add(last).saturating_add(1);
+            *span = Some(span.map_or((run.cell, stop), |(lo, hi)| {
+                (lo.min(run.cell), hi.max(stop))
+            }));
+        }
+        for (s, span) in spans.into_iter().enumerate() {
+            let (Some((lo, hi)), Some(i)) = (span, field.sources.get(s).copied().flatten()) else {
+                continue;
+            };
+            let source = &self.sources[s];
+            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+            if validity && !reader.field.nullable {
+                continue;
+            }
+            let place = || source.fragment.place();
+            reader.read_ahead(
+                file,
+                byte_at(lo, per, place)?,
+                byte_at(hi - lo, per, place)?,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Appends the values (or validity bytes) of cells `[first, first + n)` of a
     /// fixed-size field to `out`, straight from the fragments' files.
     fn gather_fixed(

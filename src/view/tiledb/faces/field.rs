@@ -158,15 +158,13 @@ impl At<'_, FieldOf> {
     }
 
     /// Read-ahead of a range of raw file `raw`: a fragment's stored tiles are brought in
-    /// ahead of the reader (and the next fragment's at the file's end). A merged file's
-    /// reads go through its sources' tiles as they come; nothing to prepare.
+    /// ahead of the reader (and the next fragment's at the file's end); a merged file's,
+    /// those of the fragments its cells come from.
     pub fn read_ahead_raw(&self, raw: RawFile, offset: u64, len: u64) -> Result<()> {
+        let i = self.place.index;
         match self.place.folder {
-            Folder::Fragment(f) => {
-                self.tree
-                    .read_ahead_field(f, self.place.index, raw, offset, len)
-            }
-            Folder::State(_) => Ok(()),
+            Folder::Fragment(f) => self.tree.read_ahead_field(f, i, raw, offset, len),
+            Folder::State(w) => self.tree.merged(w)?.read_ahead(i, raw, offset, len),
         }
     }
 
