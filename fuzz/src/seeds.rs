@@ -15,6 +15,7 @@ use fragfs::array::fragment::{FragmentMeta, METADATA_FILE};
 use fragfs::array::generic_tile::decode_generic_tile;
 use fragfs::array::{Array, OpenOptions};
 use fragfs::error::Place;
+use fragfs::filter::stage_input;
 use fragfs::format::chunked::parse_chunks;
 use fragfs::format::footer::{footer_location, FooterLocation};
 use fragfs::format::generic_tile::GenericTileHeader;
@@ -219,28 +220,47 @@ fn seed_tiles(store: &dyn Store, file: &TileFile, meta: &FragmentMeta, seeds: &m
         input.extend(&tile);
         seeds.add("chunk_pipeline", input);
 
-        let (Some(last), Some(&input_type)) = (
-            file.pipeline.filters.last(),
-            file.pipeline.input_types(ctx.field_type).last(),
-        ) else {
-            continue;
-        };
+        let pipeline = &file.pipeline;
+        let types = pipeline.input_types(ctx.field_type);
         for chunk in parse_chunks(&tile).unwrap_or_default() {
             let range = |r: std::ops::Range<u64>| &tile[r.start as usize..r.end as usize];
-            let md = range(chunk.metadata_range());
-            let mut input = vec![
-                last.id(),
-                input_type.id(),
-                ctx.cell_size.min(255) as u8,
-                ctx.format_version as u8,
-                flags,
-            ];
-            input.extend(chunk.unfiltered_len.to_le_bytes());
-            input.extend((md.len().min(u16::MAX.into()) as u16).to_le_bytes());
-            input.extend(filter_options(last));
-            input.extend(md);
-            input.extend(range(chunk.data_range()));
-            seeds.add("filters", input);
+            let (md, data) = (range(chunk.metadata_range()), range(chunk.data_range()));
+            // Each filter with the input it really sees: the chunk as stored is the last
+            // filter's; an earlier one's is what reversing those after it leaves (a
+            // bit-width reduction under a compressor is otherwise never seeded). Its
+            // output length is the input of the filter before it, or the chunk's.
+            let input = |stage: usize| {
+                stage_input(pipeline, ctx, md, data, chunk.unfiltered_len, stage).ok()
+            };
+            for (stage, (filter, input_type)) in pipeline.filters.iter().zip(&types).enumerate() {
+                let Some((stage_md, stage_data)) = input(stage) else {
+                    break;
+                };
+                // Its own header only: the metadata of the filters before it follows.
+                let (out_len, own_md) = match stage.checked_sub(1) {
+                    None => (chunk.unfiltered_len, &stage_md[..]),
+                    Some(before) => {
+                        let Some((md_before, out)) = input(before) else {
+                            break;
+                        };
+                        let own = stage_md.len().saturating_sub(md_before.len());
+                        (out.len() as u32, &stage_md[..own])
+                    }
+                };
+                let mut seed = vec![
+                    filter.id(),
+                    input_type.id(),
+                    ctx.cell_size.min(255) as u8,
+                    ctx.format_version as u8,
+                    flags,
+                ];
+                seed.extend(out_len.to_le_bytes());
+                seed.extend((own_md.len().min(u16::MAX.into()) as u16).to_le_bytes());
+                seed.extend(filter_options(filter));
+                seed.extend(own_md);
+                seed.extend(&stage_data);
+                seeds.add("filters", seed);
+            }
         }
     }
 }

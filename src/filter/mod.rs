@@ -29,5 +29,6 @@ mod test_support;
 
 pub use error::FilterError;
 pub use pipeline::{
-    unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext, StringChunk,
+    stage_input, unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext,
+    StringChunk,
 };

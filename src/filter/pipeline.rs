@@ -125,6 +125,23 @@ pub fn unfilter_chunk_into(
     result
 }
 
+/// The metadata and data that filter `stage` of the pipeline un-filters in this chunk:
+/// what reversing the filters after it leaves. For looking at one filter's input alone:
+/// the fuzz seeds give each filter its real input from the fixtures, where the chunk as
+/// stored only shows the last filter's.
+pub fn stage_input(
+    pipeline: &FilterPipeline,
+    ctx: &ChunkContext,
+    metadata: &[u8],
+    data: &[u8],
+    unfiltered_len: u32,
+    stage: usize,
+) -> Result<(Vec<u8>, Vec<u8>), FilterError> {
+    let limit = output_limit(unfiltered_len as usize);
+    let (md, data) = reverse_filters(pipeline, ctx, metadata, data, stage + 1, limit)?;
+    Ok((md.into_owned(), data.into_owned()))
+}
+
 /// The byte compressors, which can decompress into a caller's buffer.
 fn byte_codec(filter: &Filter) -> Option<(&'static str, Codec)> {
     let codec = match filter {
