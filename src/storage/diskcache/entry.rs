@@ -120,11 +120,8 @@ pub(super) fn recorded_size(base: &Path) -> Option<u64> {
         .ok()?
         .read_exact_at(&mut head, 0)
         .ok()?;
-    (&head[..8] == MAGIC).then(|| {
-        u64::from_le_bytes([
-            head[8], head[9], head[10], head[11], head[12], head[13], head[14], head[15],
-        ])
-    })
+    let (magic, size) = head.split_at(8);
+    (magic == MAGIC).then(|| u64::from_le_bytes(size.try_into().unwrap_or_default()))
 }
 
 /// What an index at `path` says, without its key: the file's size, and how many of its

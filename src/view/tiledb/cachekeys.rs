@@ -28,6 +28,12 @@ impl ArrayTree {
             Node::Zarr(w, z) if !z.is_dir() => (Folder::State(*w), format!("zarr {z:?}")),
             _ => return None,
         };
+        self.key_in(folder, file)
+    }
+
+    /// The key of `file` (its part of the key) in `folder`: a fragment's by its name, a
+    /// state's by its description.
+    fn key_in(&self, folder: Folder, file: String) -> Option<CacheKey> {
         let array = self.array();
         let scope = match folder {
             Folder::Fragment(id) => CacheScope::Fragment(array.fragment(id)?.name.clone()),
@@ -42,9 +48,8 @@ impl ArrayTree {
     }
 
     /// The key of the same field file in the next fragment (see
-    /// [`crate::view::FileTree::next_cache_key`]): for a fragment's field files of a
-    /// local array only, as read-ahead does (on object storage the guess would fetch the
-    /// next fragment's metadata before its first use).
+    /// [`crate::view::FileTree::next_cache_key`]), as read-ahead finds it
+    /// ([`ArrayTree::next_fragment_field`]): a fragment's field files only.
     pub(super) fn next_node_cache_key(&self, ino: Ino) -> Option<CacheKey> {
         let Node::FieldFile(of, id) = self.nodes.node(ino)? else {
             return None;
@@ -52,22 +57,10 @@ impl ArrayTree {
         let Folder::Fragment(fragment) = of.folder else {
             return None;
         };
-        let array = self.array();
-        if array.store.is_remote() {
-            return None;
-        }
-        let k = array.fragments.iter().position(|f| f.id == fragment)?;
-        let next = array.fragments.get(k + 1)?;
         let (_, meta) = self.meta(fragment).ok()?;
         let name = &meta.fields.get(of.index)?.name;
-        let (_, next_meta) = self.meta(next.id).ok()?;
-        let j = next_meta.fields.iter().position(|f| &f.name == name)?;
-        Some(CacheKey {
-            array: array.store.cache_identity(),
-            scope: CacheScope::Fragment(next.name.clone()),
-            file: field_file(j, id),
-            decrypted: array.options.key.is_some(),
-        })
+        let (next, j) = self.next_fragment_field(fragment, name).ok()??;
+        self.key_in(Folder::Fragment(next), field_file(j, id))
     }
 
     pub(super) fn live_fragment_names(&self) -> Vec<(String, HashSet<String>)> {

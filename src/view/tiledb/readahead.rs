@@ -41,12 +41,28 @@ impl ArrayTree {
     /// start of the same file in the next fragment is prepared too. `cat
     /// fragments/*/a/values.bin` reads them one after the other, and without this the
     /// disk idles from the end of one file until the reader's first read of the next
-    /// (cold unfiltered reads: +16%, scripts/bench/README.md). Local arrays only: on
-    /// object storage it would read the next fragment's metadata before its first use.
+    /// (cold unfiltered reads: +16%, scripts/bench/README.md).
     fn read_ahead_next_fragment(&self, id: FragmentId, name: &str, raw: RawFile) -> Result<()> {
+        match self.next_fragment_field(id, name)? {
+            Some((next, j)) => {
+                self.with_field(next, j, |r| r.read_ahead(raw, 0, NEXT_FRAGMENT_AHEAD))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Field `name` of the fragment after `id`: that fragment and the field's index
+    /// there, the file a sequential reader of `fragments/*/<name>/` comes to next (read
+    /// ahead; its disk-cache file checked ahead). Local arrays only: on object storage
+    /// the guess would read the next fragment's metadata before its first use.
+    pub(super) fn next_fragment_field(
+        &self,
+        id: FragmentId,
+        name: &str,
+    ) -> Result<Option<(FragmentId, usize)>> {
         let array = self.array();
         if array.store.is_remote() {
-            return Ok(());
+            return Ok(None);
         }
         let Some(next) = array
             .fragments
@@ -54,13 +70,14 @@ impl ArrayTree {
             .position(|f| f.id == id)
             .and_then(|k| array.fragments.get(k + 1))
         else {
-            return Ok(());
+            return Ok(None);
         };
         let (_, next_meta) = self.meta(next.id)?;
-        let Some(j) = next_meta.fields.iter().position(|f| f.name == name) else {
-            return Ok(());
-        };
-        self.with_field(next.id, j, |r| r.read_ahead(raw, 0, NEXT_FRAGMENT_AHEAD))
+        Ok(next_meta
+            .fields
+            .iter()
+            .position(|f| f.name == name)
+            .map(|j| (next.id, j)))
     }
 
     /// Runs `f` on a reader of field `i` of fragment `id`.
