@@ -13,8 +13,6 @@ use hyper::body::Frame;
 
 use crate::error::{Error, Result};
 use crate::view::prefetch::{Prefetcher, Stream as ReadPattern};
-
-use super::reads::BodyReads;
 use crate::view::{FileTree, Ino, Lifetime, Stat};
 
 /// Bytes read from the tree per step of a body.
@@ -57,13 +55,12 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
 const PIPELINE: usize = 2;
 
 /// The body of a file from `start` to `end` (to its end when `None`), `first` already
-/// read: further chunks are read by `reads`, [`PIPELINE`] at a time and only
+/// read: further chunks are read on the blocking pool, [`PIPELINE`] at a time and only
 /// as hyper asks for more, and a sequential body asks `ahead` to prepare the bytes that
 /// follow (the stored tiles brought in, as the mount's read-ahead does).
 pub fn stream(
     held: Arc<Held>,
     ahead: Option<Arc<Prefetcher>>,
-    reads: Arc<BodyReads>,
     shown: String,
     start: u64,
     end: Option<u64>,
@@ -80,7 +77,6 @@ pub fn stream(
         .map(move |at| {
             let want = end.map_or(CHUNK, |e| (e - at).min(CHUNK));
             let (held, ahead, pattern) = (held.clone(), ahead.clone(), pattern.clone());
-            let reads = reads.clone();
             async move {
                 if let (Some(ahead), Some(size)) = (&ahead, end) {
                     let hint = pattern
@@ -91,9 +87,9 @@ pub fn stream(
                         ahead.hint(held.ino, from, len);
                     }
                 }
-                let read = reads
-                    .run(move || held.tree.read_at(held.ino, at, want))
-                    .await;
+                let read =
+                    tokio::task::spawn_blocking(move || held.tree.read_at(held.ino, at, want))
+                        .await;
                 (at, want, read)
             }
         })
@@ -104,7 +100,7 @@ pub fn stream(
             return futures::future::ready(None);
         }
         let item = match read {
-            Ok(bytes) => {
+            Ok(Ok(bytes)) => {
                 let got = bytes.len() as u64;
                 if got < want && end.is_some() {
                     // The file ended before its stated size: cut the body (the client
@@ -124,8 +120,12 @@ pub fn stream(
                     Ok(Bytes::from(bytes))
                 }
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 log::error!("serve: /{shown} at byte {at}: {e}");
+                *ended = true;
+                Err(io::Error::other(e.to_string()))
+            }
+            Err(e) => {
                 *ended = true;
                 Err(io::Error::other(e.to_string()))
             }

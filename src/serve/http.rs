@@ -1,9 +1,8 @@
 //! The HTTP face: `GET`/`HEAD` of every file of the tree with a single `Range`, strong
 //! validators and CORS, and folders as an HTML or JSON listing.
 //!
-//! Everything that touches the tree (lookups, stats, reads) runs on the blocking pool,
-//! bodies' chunks on the server's body readers ([`crate::serve::reads`]): the tree
-//! decodes and may wait on storage. A body is read one chunk at a time, the
+//! Everything that touches the tree (lookups, stats, reads) runs on the blocking pool:
+//! the tree decodes and may wait on storage. A body is read one chunk at a time, the
 //! next only when the socket took the last ([`crate::serve::conn`]), so a response costs
 //! at most one chunk of memory whatever the file's size.
 
@@ -30,8 +29,6 @@ pub struct HttpFace {
     pub token: Option<String>,
     /// Read-ahead workers for sequential bodies (the server's, shared by its faces).
     pub ahead: Option<Arc<crate::view::prefetch::Prefetcher>>,
-    /// The threads that read bodies (the server's, shared by its faces).
-    pub reads: Arc<super::reads::BodyReads>,
 }
 
 /// The parts of a request the answer depends on (the body is refused, never read).
@@ -273,8 +270,7 @@ impl HttpFace {
         let mut response = Response::new(if head {
             empty_body()
         } else {
-            let (ahead, reads) = (self.ahead.clone(), self.reads.clone());
-            stream(held, ahead, reads, shown.clone(), start, end, first)
+            stream(held, self.ahead.clone(), shown.clone(), start, end, first)
         });
         *response.status_mut() = status;
         let h = response.headers_mut();

@@ -16,7 +16,6 @@ pub mod listing;
 pub mod nfs;
 pub mod path;
 pub mod range;
-pub mod reads;
 pub mod s3api;
 pub mod s3list;
 pub mod webdav;
@@ -154,7 +153,6 @@ impl Server {
             tree: tree.clone(),
             token: faces.token.clone(),
             ahead: Some(Arc::new(Prefetcher::new(tree.clone(), threads))),
-            reads: Arc::new(reads::BodyReads::new(body_readers(&*tree, threads))),
         });
         if let Some(addr) = faces.http {
             let listener = bind(&runtime, addr, "HTTP")?;
@@ -207,8 +205,7 @@ impl Server {
             if let Ok(a) = listener.local_addr() {
                 server.s3 = Some((a, bucket.clone()));
             }
-            let reads = files.reads.clone();
-            let service = s3api::service(tree.clone(), reads, bucket, &faces.s3_face);
+            let service = s3api::service(tree.clone(), bucket, &faces.s3_face);
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,
@@ -374,16 +371,6 @@ fn ready(face: &str, url: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{face} {url}");
     let _ = out.flush();
-}
-
-/// How many threads read bodies (see [`reads`]): one per serving thread for a local
-/// array, four for one on object storage, whose reads mostly wait on the network.
-fn body_readers(tree: &dyn FileTree, threads: usize) -> usize {
-    if tree.source().contains("://") {
-        threads * 4
-    } else {
-        threads
-    }
 }
 
 fn bind(

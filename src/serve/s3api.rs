@@ -33,7 +33,6 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 
 use super::file::{content_type, etag, Held, CHUNK};
 use super::path::encode;
-use super::reads::BodyReads;
 use super::s3list::{self, gone, plain_name, Item};
 use crate::error::Error;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
@@ -108,7 +107,6 @@ pub type Body = s3s::Body;
 /// Hand it to [`super::conn::serve`].
 pub fn service(
     tree: Arc<dyn FileTree>,
-    reads: Arc<BodyReads>,
     bucket: String,
     face: &S3Face,
 ) -> impl hyper::service::Service<
@@ -121,7 +119,6 @@ pub fn service(
        + 'static {
     let mut builder = S3ServiceBuilder::new(Face(Arc::new(Bucketed {
         tree,
-        reads,
         bucket,
         started: SystemTime::now(),
     })));
@@ -233,8 +230,6 @@ fn xml_escape(text: &str) -> String {
 /// The tree as the one bucket `bucket`.
 struct Bucketed {
     tree: Arc<dyn FileTree>,
-    /// The threads that read bodies (the server's, shared by its faces).
-    reads: Arc<BodyReads>,
     bucket: String,
     /// The bucket's creation date, and the time of files that have none.
     started: SystemTime,
@@ -519,31 +514,25 @@ fn span(range: Option<&Range>, size: u64) -> S3Result<Option<std::ops::Range<u64
     }
 }
 
-/// The body of `[start, end)`, `first` already read; each further chunk is read by
-/// `reads` when the connection took the last.
-fn body(
-    held: Arc<Held>,
-    reads: Arc<BodyReads>,
-    key: String,
-    (start, end): (u64, u64),
-    first: Vec<u8>,
-) -> StreamingBlob {
+/// The body of `[start, end)`, `first` already read; each further chunk is read on the
+/// blocking pool when the connection took the last.
+fn body(held: Arc<Held>, key: String, start: u64, end: u64, first: Vec<u8>) -> StreamingBlob {
     let next = start + first.len() as u64;
     let first = futures::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(first)) });
     let rest = futures::stream::unfold((held, next), move |(held, at)| {
-        let (key, reads) = (key.clone(), reads.clone());
+        let key = key.clone();
         async move {
             if at >= end {
                 return None;
             }
             let want = (end - at).min(CHUNK);
             let h = held.clone();
-            let read = reads.run(move || h.tree.read_at(h.ino, at, want)).await;
+            let read = tokio::task::spawn_blocking(move || h.tree.read_at(h.ino, at, want)).await;
             match read {
-                Ok(bytes) if bytes.len() as u64 == want => {
+                Ok(Ok(bytes)) if bytes.len() as u64 == want => {
                     Some((Ok(Bytes::from(bytes)), (held, at + want)))
                 }
-                Ok(bytes) => {
+                Ok(Ok(bytes)) => {
                     // Shorter than its size: cut the body (the client sees a short read).
                     log::error!(
                         "s3: {key}: ended at byte {} before its size",
@@ -557,10 +546,11 @@ fn body(
                         (held, end),
                     ))
                 }
-                Err(e) => {
+                Ok(Err(e)) => {
                     log::error!("s3: {key} at byte {at}: {e}");
                     Some((Err(std::io::Error::other(e.to_string())), (held, end)))
                 }
+                Err(e) => Some((Err(std::io::Error::other(e.to_string())), (held, end))),
             }
         }
     });
@@ -809,8 +799,7 @@ impl S3 for Face {
         if part.is_some() {
             output.content_range = Some(format!("bytes {start}-{}/{size}", end.saturating_sub(1)));
         }
-        let reads = self.0.reads.clone();
-        output.body = Some(body(found.held, reads, input.key, (start, end), first));
+        output.body = Some(body(found.held, input.key, start, end, first));
         Ok(S3Response::new(output))
     }
 }
