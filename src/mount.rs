@@ -262,7 +262,9 @@ fn mounted_device(mountinfo: &str, device: &str) -> bool {
 /// workers and read-ahead threads all churning chunk- and reply-sized buffers, that held
 /// tens of MiB beyond the cache (the benchmark's peak RSS went from ~150 to ~100 MiB with
 /// one arena). Two arenas keep that bounded and still spare the threads most contention.
-fn limit_heap_arenas() {
+/// `fragfs serve` calls it too, for its blocking pool's threads. Call it before the
+/// process starts any thread.
+pub fn limit_heap_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator parameter; it is called before the daemon
     // starts any thread, and a refused value leaves glibc's default in place.

@@ -87,6 +87,7 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
         request.faces.http = DEFAULT_HTTP.parse().ok();
     }
     request.faces.check_access()?;
+    crate::mount::limit_heap_arenas();
     // Before any thread exists, so every thread inherits the blocked mask and only the
     // waiting thread below sees these signals.
     let signals = Signals::block().map_err(|e| Error::io(Path::new("signals"), e))?;
@@ -205,7 +206,7 @@ impl Server {
             if let Ok(a) = listener.local_addr() {
                 server.s3 = Some((a, bucket.clone()));
             }
-            let service = s3api::service(tree.clone(), bucket, &faces.s3_face);
+            let service = s3api::service(tree.clone(), files.ahead.clone(), bucket, &faces.s3_face);
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,

@@ -18,8 +18,6 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
-use futures::StreamExt;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use s3s::dto::{
@@ -31,10 +29,11 @@ use s3s::dto::{
 use s3s::service::S3ServiceBuilder;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 
-use super::file::{content_type, etag, Held, CHUNK};
+use super::file::{chunks, content_type, etag, Held, CHUNK};
 use super::path::encode;
 use super::s3list::{self, gone, plain_name, Item};
 use crate::error::Error;
+use crate::view::prefetch::Prefetcher;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
 
 /// How the S3 face is guarded and named (`fragfs serve --s3`).
@@ -107,6 +106,7 @@ pub type Body = s3s::Body;
 /// Hand it to [`super::conn::serve`].
 pub fn service(
     tree: Arc<dyn FileTree>,
+    ahead: Option<Arc<Prefetcher>>,
     bucket: String,
     face: &S3Face,
 ) -> impl hyper::service::Service<
@@ -119,6 +119,7 @@ pub fn service(
        + 'static {
     let mut builder = S3ServiceBuilder::new(Face(Arc::new(Bucketed {
         tree,
+        ahead,
         bucket,
         started: SystemTime::now(),
     })));
@@ -230,6 +231,8 @@ fn xml_escape(text: &str) -> String {
 /// The tree as the one bucket `bucket`.
 struct Bucketed {
     tree: Arc<dyn FileTree>,
+    /// The read-ahead workers that prepare a sequential body's next bytes.
+    ahead: Option<Arc<Prefetcher>>,
     bucket: String,
     /// The bucket's creation date, and the time of files that have none.
     started: SystemTime,
@@ -514,53 +517,6 @@ fn span(range: Option<&Range>, size: u64) -> S3Result<Option<std::ops::Range<u64
     }
 }
 
-/// The body of `[start, end)`, `first` already read; each further chunk is read on the
-/// blocking pool when the connection took the last.
-fn body(held: Arc<Held>, key: String, start: u64, end: u64, first: Vec<u8>) -> StreamingBlob {
-    let next = start + first.len() as u64;
-    let first = futures::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(first)) });
-    let rest = futures::stream::unfold((held, next), move |(held, at)| {
-        let key = key.clone();
-        async move {
-            if at >= end {
-                return None;
-            }
-            let want = (end - at).min(CHUNK);
-            let h = held.clone();
-            let read = tokio::task::spawn_blocking(move || h.tree.read_at(h.ino, at, want)).await;
-            match read {
-                Ok(Ok(bytes)) if bytes.len() as u64 == want => {
-                    Some((Ok(Bytes::from(bytes)), (held, at + want)))
-                }
-                Ok(Ok(bytes)) => {
-                    // Shorter than its size: cut the body (the client sees a short read).
-                    log::error!(
-                        "s3: {key}: ended at byte {} before its size",
-                        at + bytes.len() as u64
-                    );
-                    Some((
-                        Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "file shorter than its size",
-                        )),
-                        (held, end),
-                    ))
-                }
-                Ok(Err(e)) => {
-                    log::error!("s3: {key} at byte {at}: {e}");
-                    Some((Err(std::io::Error::other(e.to_string())), (held, end)))
-                }
-                Err(e) => Some((Err(std::io::Error::other(e.to_string())), (held, end))),
-            }
-        }
-    });
-    StreamingBlob::wrap(
-        first
-            .chain(rest)
-            .filter(|r| futures::future::ready(!matches!(r, Ok(b) if b.is_empty()))),
-    )
-}
-
 /// What s3s calls: the bucket, shared with the blocking tasks that read the tree.
 struct Face(Arc<Bucketed>);
 
@@ -799,7 +755,15 @@ impl S3 for Face {
         if part.is_some() {
             output.content_range = Some(format!("bytes {start}-{}/{size}", end.saturating_sub(1)));
         }
-        output.body = Some(body(found.held, input.key, start, end, first));
+        let chunks = chunks(
+            found.held,
+            self.0.ahead.clone(),
+            input.key,
+            start,
+            Some(end),
+            first,
+        );
+        output.body = Some(StreamingBlob::wrap(chunks));
         Ok(S3Response::new(output))
     }
 }
