@@ -621,15 +621,7 @@ with tiledb.open(uri, "w", timestamp=1) as A:
     let (mut child, url) = fragfs_serve(&array, &["--http", "127.0.0.1:0", "--cache-size", "16M"]);
     let addr = addr_of(&url);
     let path = "/latest/v/values.bin";
-    let tree = fragfs::view::open_source(
-        &array,
-        &Default::default(),
-        Default::default(),
-        Default::default(),
-        16 << 20,
-        None,
-    )
-    .unwrap();
+    let tree = open_source_tree(&array, 16 << 20);
     let want = read_all(&*tree, tree.resolve(path).unwrap()).unwrap();
     assert_eq!(want.len(), 32 << 20);
     // Alone, the download reads ahead of the client (several chunks in flight).
@@ -660,15 +652,7 @@ with tiledb.open(uri, "w", timestamp=1) as A:
 #[test]
 fn a_group_is_served_as_mounted() {
     let group = soma_fixtures().join("experiment");
-    let tree = fragfs::view::open_source(
-        &group,
-        &Default::default(),
-        Default::default(),
-        Default::default(),
-        64 << 20,
-        None,
-    )
-    .unwrap();
+    let tree = open_source_tree(&group, 64 << 20);
     let server = serve(tree.clone(), None);
     let addr = server.http_addr().unwrap();
     let files = check_every_file(&*tree, addr).unwrap();

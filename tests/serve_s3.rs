@@ -558,15 +558,7 @@ with tiledb.open(sys.argv[1], "w", timestamp=1) as A:
     A[:] = {"v": np.random.default_rng(3).integers(0, 2**62, 524288)}
 "#;
     run_ok(Command::new(&python).args(["-c", script]).arg(&array));
-    let tree = fragfs::view::open_source(
-        &array,
-        &Default::default(),
-        Default::default(),
-        Default::default(),
-        64 << 20,
-        None,
-    )
-    .unwrap();
+    let tree = open_source_tree(&array, 64 << 20);
     let (_server, addr, bucket, http) = serve(tree.clone(), false);
     let s3 = OverS3 { addr, bucket };
     let key = "latest/v/values.bin";

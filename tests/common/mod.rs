@@ -799,6 +799,20 @@ pub fn python_with(module: &str) -> Option<String> {
     None
 }
 
+/// The tree `fragfs mount` or `serve` shows of a local array or group, with a cache
+/// of `cache_bytes` and every other option at its default.
+pub fn open_source_tree(path: &Path, cache_bytes: u64) -> std::sync::Arc<dyn FileTree> {
+    fragfs::view::open_source(
+        path,
+        &Default::default(),
+        Default::default(),
+        Default::default(),
+        cache_bytes,
+        None,
+    )
+    .unwrap()
+}
+
 /// Says a check was skipped, and why: printed (libtest shows it with `--nocapture` or
 /// on failure) and appended to the file `FRAGFS_SKIP_LOG` names, from which
 /// scripts/test.sh counts the skips in its closing line and lists their reasons.
