@@ -477,13 +477,13 @@ fn bad_and_hostile_requests_get_errors_and_others_are_still_served() {
     );
 }
 
-fn fragfs_serve(array: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+fn fragfs_serve(array: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fragfs"))
         .arg("serve")
         .arg(array)
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -495,7 +495,7 @@ fn fragfs_serve(array: &std::path::Path, args: &[&str]) -> (std::process::Child,
         .trim_start_matches("http ")
         .trim_end_matches('/')
         .to_string();
-    (child, url)
+    (KillOnDrop(child), url)
 }
 
 fn addr_of(url: &str) -> SocketAddr {

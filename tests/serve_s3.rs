@@ -991,11 +991,7 @@ print("ROWS", rows)
 }
 
 /// `fragfs serve` of `source` with `args`: the child and the S3 face's bucket URL.
-fn fragfs_serve(
-    source: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (std::process::Child, String) {
+fn fragfs_serve(source: &str, args: &[&str], env: &[(&str, &str)]) -> (KillOnDrop, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fragfs"));
     cmd.arg("serve")
         .arg(source)
@@ -1010,7 +1006,10 @@ fn fragfs_serve(
     let mut line = String::new();
     std::io::BufRead::read_line(&mut out, &mut line).unwrap();
     assert!(line.starts_with("s3 http://"), "first line {line:?}");
-    (child, line.trim().trim_start_matches("s3 ").to_string())
+    (
+        KillOnDrop(child),
+        line.trim().trim_start_matches("s3 ").to_string(),
+    )
 }
 
 fn stop(child: &mut std::process::Child) {

@@ -799,6 +799,32 @@ pub fn python_with(module: &str) -> Option<String> {
     None
 }
 
+/// A daemon the test started (`fragfs serve`): killed when the test ends, or fails,
+/// with it still running, so a failed test leaves no server behind.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// The tree `fragfs mount` or `serve` shows of a local array or group, with a cache
 /// of `cache_bytes` and every other option at its default.
 pub fn open_source_tree(path: &Path, cache_bytes: u64) -> std::sync::Arc<dyn FileTree> {
