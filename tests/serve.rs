@@ -607,17 +607,7 @@ fn clients_that_stop_reading_cost_the_server_a_chunk_each() {
     };
     let dir = tempfile::tempdir().unwrap();
     let array = dir.path().join("big");
-    let script = r#"
-import sys, numpy as np, tiledb
-uri = sys.argv[1]
-dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 16 * 262144 - 1), tile=262144, dtype=np.int64))
-schema = tiledb.ArraySchema(domain=dom, sparse=False,
-    attrs=[tiledb.Attr("v", dtype=np.int64, filters=[tiledb.ZstdFilter()])])
-tiledb.Array.create(uri, schema)
-with tiledb.open(uri, "w", timestamp=1) as A:
-    A[:] = {"v": np.random.default_rng(7).integers(0, 2**62, 16 * 262144)}
-"#;
-    run_ok(Command::new(&python).args(["-c", script]).arg(&array));
+    write_random_int64_array(&python, &array, 16 * 262_144, 262_144, 7);
     let (mut child, url) = fragfs_serve(&array, &["--http", "127.0.0.1:0", "--cache-size", "16M"]);
     let addr = addr_of(&url);
     let path = "/latest/v/values.bin";

@@ -548,16 +548,7 @@ fn bodies_of_many_chunks_read_whole_and_in_ranges() {
     };
     let dir = tempfile::tempdir().unwrap();
     let array = dir.path().join("many_chunks");
-    let script = r#"
-import sys, numpy as np, tiledb
-dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 524287), tile=65536, dtype=np.int64))
-schema = tiledb.ArraySchema(domain=dom, sparse=False,
-    attrs=[tiledb.Attr("v", dtype=np.int64, filters=[tiledb.ZstdFilter()])])
-tiledb.Array.create(sys.argv[1], schema)
-with tiledb.open(sys.argv[1], "w", timestamp=1) as A:
-    A[:] = {"v": np.random.default_rng(3).integers(0, 2**62, 524288)}
-"#;
-    run_ok(Command::new(&python).args(["-c", script]).arg(&array));
+    write_random_int64_array(&python, &array, 524_288, 65_536, 3);
     let tree = open_source_tree(&array, 64 << 20);
     let (_server, addr, bucket, http) = serve(tree.clone(), false);
     let s3 = OverS3 { addr, bucket };

@@ -825,6 +825,28 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Writes, with TileDB-Py (`python`), a dense 1-D array at `uri`: `cells` random int64
+/// values (numpy seed `seed`) of a ZSTD-filtered attribute `v`, in tiles of `tile`
+/// cells, one fragment at timestamp 1. Large files for tests of long reads.
+pub fn write_random_int64_array(python: &str, uri: &Path, cells: u64, tile: u64, seed: u64) {
+    let script = r#"
+import sys, numpy as np, tiledb
+uri, cells, tile, seed = sys.argv[1], *map(int, sys.argv[2:5])
+dom = tiledb.Domain(tiledb.Dim("x", domain=(0, cells - 1), tile=tile, dtype=np.int64))
+schema = tiledb.ArraySchema(domain=dom, sparse=False,
+    attrs=[tiledb.Attr("v", dtype=np.int64, filters=[tiledb.ZstdFilter()])])
+tiledb.Array.create(uri, schema)
+with tiledb.open(uri, "w", timestamp=1) as A:
+    A[:] = {"v": np.random.default_rng(seed).integers(0, 2**62, cells)}
+"#;
+    run_ok(
+        std::process::Command::new(python)
+            .args(["-c", script])
+            .arg(uri)
+            .args([cells.to_string(), tile.to_string(), seed.to_string()]),
+    );
+}
+
 /// The tree `fragfs mount` or `serve` shows of a local array or group, with a cache
 /// of `cache_bytes` and every other option at its default.
 pub fn open_source_tree(path: &Path, cache_bytes: u64) -> std::sync::Arc<dyn FileTree> {
