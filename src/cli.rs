@@ -314,7 +314,7 @@ pub enum Command {
         /// Connections served at once per face (more wait in the listen backlog).
         #[arg(long, value_name = "N", default_value_t = 1024)]
         max_connections: usize,
-        /// Threads reading the tree; default: the cores.
+        /// Threads reading the tree, and as many serving the network; default: the cores.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
         /// Bound of the caches, as for `mount`.

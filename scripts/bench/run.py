@@ -850,28 +850,54 @@ print(a.nbytes, seconds, zlib.crc32(a.astype(a.dtype.newbyteorder("<")).tobytes(
 """
 
 
+GRID_NC = BENCH / "grid.nc"
+
+
+def netcdf_read(path: Path) -> tuple[int, float, int]:
+    """netCDF4-python reading variable `walk` of `path` whole, in its own process:
+    bytes, seconds (open + read) and the CRC of the values."""
+    out = subprocess.run([sys.executable, "-c", NETCDF_READ, str(path), "walk"],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), float(out[1]), int(out[2])
+
+
 def netcdf_rows(rep: Report, repeat: int) -> None:
     """netCDF4-python reading the whole grid attribute (8192 x 8192 float64) from the
     mount's `latest/array.nc` (big-endian, swapped by fragfs per read) vs TileDB-Py
-    `A[:]`, both cold, each in its own process."""
-    f_runs, t_runs = [], []
+    `A[:]`, both cold, each in its own process. Also the reader's floor: the same read
+    of a plain copy of array.nc held in the page cache, where nothing is decoded and no
+    file system answers; netCDF-C reads a classic file 8 KiB at a time and converts
+    every value itself, so this bounds what any server of the file can reach."""
+    if not GRID_NC.exists():
+        with fragfs_foreground(GRID):
+            shutil.copyfile(MNT / "latest" / "array.nc", GRID_NC.with_suffix(".tmp"))
+        GRID_NC.with_suffix(".tmp").rename(GRID_NC)
+    f_runs, t_runs, l_runs = [], [], []
     nbytes = 0
     for _ in range(max(repeat, ZARR_RUNS)):
         settle()
         with fragfs_foreground(GRID):
             drop_caches()
-            out = subprocess.run(
-                [sys.executable, "-c", NETCDF_READ, str(MNT / "latest" / "array.nc"), "walk"],
-                check=True, capture_output=True, text=True).stdout.split()
-        nbytes = int(out[0])
-        f_runs.append(float(out[1]))
+            nbytes, seconds, crc = netcdf_read(MNT / "latest" / "array.nc")
+        f_runs.append(seconds)
         settle()
         t_runs.append(tdb("whole", str(GRID), "walk")["seconds"])
-    f, t = median(f_runs), median(t_runs)
-    rep.details["legacy_netcdf"] = {"bytes": nbytes, "fragfs": f_runs, "tiledb": t_runs}
+        settle()
+        GRID_NC.read_bytes()  # in the page cache
+        _, seconds, local_crc = netcdf_read(GRID_NC)
+        l_runs.append(seconds)
+        if local_crc != crc:
+            raise RuntimeError("netCDF: the mount's array.nc and its copy read differently")
+    f, t, loc = median(f_runs), median(t_runs), median(l_runs)
+    rep.details["legacy_netcdf"] = {"bytes": nbytes, "fragfs": f_runs, "tiledb": t_runs,
+                                    "local_copy": l_runs}
     label = f"netCDF4-python whole 8192x8192 f64 via latest/array.nc ({nbytes // MIB} MiB)"
     rep.row(f"{label} vs TileDB-Py A[:]", rate(nbytes, f), f"TileDB-Py {rate(nbytes, t)}",
             t / f, target=("≥ 1.00", lambda r: r >= 1.0))
+    rep.row(f"{label} vs the same read of a copy in the page cache (the reader's floor)",
+            rate(nbytes, f), f"local copy {rate(nbytes, loc)}", loc / f)
+    rep.row("netCDF4-python from a copy of array.nc in the page cache vs TileDB-Py A[:]",
+            rate(nbytes, loc), f"TileDB-Py {rate(nbytes, t)}", t / loc)
 
 
 def legacy_section(rep: Report, repeat: int) -> None:

@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::file::{body, chunks, content_type, etag, http_date, Body, Held, CHUNK};
+use super::file::{body, chunks, content_type, etag, http_date, Body, Held};
 use super::listing;
 use super::path::{self, BadPath};
 use super::range::{self, Answer};
@@ -260,12 +260,10 @@ impl HttpFace {
         let first = if head {
             Vec::new()
         } else {
-            let want = end.map_or(CHUNK, |e| (e - start).min(CHUNK));
-            let mut buf = Vec::new();
-            if let Err(e) = tree.read_into(ino, start, want, &mut buf) {
-                return error(&asked.path, &e);
+            match held.first_chunk(self.ahead.as_deref(), start, end) {
+                Ok(buf) => buf,
+                Err(e) => return error(&asked.path, &e),
             }
-            buf
         };
         let mut response = Response::new(if head {
             empty_body()

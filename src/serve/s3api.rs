@@ -736,12 +736,9 @@ impl S3 for Face {
         let first_len = (end - start).min(CHUNK);
         let key = input.key.clone();
         let first = self
-            .blocking(move |_| {
-                let mut buf = Vec::new();
-                held.tree
-                    .read_into(held.ino, start, first_len, &mut buf)
-                    .map_err(|e| tree_error(&key, &e))?;
-                Ok(buf)
+            .blocking(move |this| {
+                held.first_chunk(this.ahead.as_deref(), start, Some(end))
+                    .map_err(|e| tree_error(&key, &e))
             })
             .await?;
         if (first.len() as u64) < first_len {
