@@ -56,8 +56,9 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
 /// read-ahead requests are for the mount. A deeper pipeline hides the decode and the
 /// disk better: a cold sequential GET of the bench's 512 MiB took 0.73 s with two
 /// chunks of 256 KiB in flight, 0.63 s with four of 512 KiB (medians of fifteen
-/// alternating rounds); with the blocking pool as large as the serving threads, 0.42 s
-/// with four and 0.39 s with six (twelve rounds; eight gained nothing more).
+/// alternating rounds); with the blocking pool as large as the serving threads and the
+/// array's files cached, 0.43 s with four and 0.39 s with six (twelve rounds; eight
+/// gained nothing more).
 const DEPTH: usize = 6;
 /// Beyond its first chunk in flight, which every response has, a response reads ahead
 /// only with a share of this budget (in chunks: 32 MiB), held until the client took the

@@ -134,8 +134,9 @@ impl Server {
         // As many threads read the tree as serve the network, as the mount has as many
         // serving threads: with more, each chunk of a body woke a thread that had gone
         // cold, and the kernel often queued it behind a busy core while the other idled
-        // (a cold 512 MiB GET over 8 blocking threads took 0.47 s, over 2 threads 0.39 s,
-        // `cat` through the mount 0.42 s; twelve alternating rounds on 2 cores). A
+        // (a 512 MiB GET of the bench, alternating rounds on 2 cores: 8 blocking threads
+        // and four chunks in flight 0.47 s, 2 threads and six chunks 0.39 s, the mount's
+        // `cat` 0.42 s with the array's files cached; cold 0.49, 0.43 and 0.38 s). A
         // finishing thread now takes the next queued read without sleeping. No blocking
         // task waits for another, so a small pool cannot deadlock.
         let runtime = tokio::runtime::Builder::new_multi_thread()
