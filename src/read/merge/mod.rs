@@ -9,6 +9,7 @@
 //! a read's cells are decoded.
 
 pub mod dense;
+mod gather;
 pub mod hilbert;
 pub mod order;
 pub mod sparse;
@@ -49,42 +50,6 @@ pub struct Run {
     pub cell: u64,
     pub stride: u64,
     pub count: u64,
-}
-
-/// Per source, the span of its cells that `runs` use, when the runs are many and short
-/// and each source's cells come in increasing order with few gaps (as a sparse merge's
-/// do): then reading each span once beats a lookup per run. `None` otherwise (dense
-/// runs are long, or strided).
-fn short_run_spans(runs: &[Run], sources: usize) -> Option<Vec<Option<(u64, u64)>>> {
-    if runs.len() < 4 * sources.max(1) || runs.iter().any(|r| r.stride > 1) {
-        return None;
-    }
-    let mut spans: Vec<Option<(u64, u64)>> = vec![None; sources];
-    let mut used = vec![0u64; sources];
-    let mut cells = 0u64;
-    for run in runs {
-        cells += run.count;
-        let Some(s) = run.source else { continue };
-        let span = spans.get_mut(s)?;
-        let end = run.cell.checked_add(run.count)?;
-        *span = match *span {
-            None => Some((run.cell, end)),
-            Some((lo, hi)) if run.cell >= hi => Some((lo, end)),
-            Some(_) => return None, // not increasing: leave it to the general path
-        };
-        used[s] += run.count;
-    }
-    if cells / (runs.len() as u64) > 64 {
-        return None;
-    }
-    // Cells of a span that no run uses (versions replaced or deleted) are copied for
-    // nothing, from decoded tiles: a cell's copy costs about a nanosecond, a lookup per
-    // run a hundred, so up to 64 unused cells per used one still pay.
-    let wasteful = spans
-        .iter()
-        .zip(&used)
-        .any(|(span, &used)| span.is_some_and(|(lo, hi)| hi - lo > 64 * used + BLOCK));
-    (!wasteful).then_some(spans)
 }
 
 /// The cells `[first, first + n)` of the output `runs` stand for.
@@ -578,157 +543,6 @@ impl Merged {
             Shape::Dense(d) => d.written_domains().map(<[_]>::to_vec).collect(),
             Shape::Sparse(_) => Vec::new(),
         }
-    }
-
-    /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
-    /// field `f`.
-    fn gather_runs(
-        &self,
-        f: usize,
-        validity: bool,
-        runs: Vec<Run>,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let field = self.field(f)?;
-        let per = if validity {
-            1
-        } else {
-            field.cell_size() as usize
-        };
-        if let Some(spans) = short_run_spans(&runs, self.sources.len()) {
-            return self.gather_spans(f, validity, per, &runs, spans, out);
-        }
-        for run in runs {
-            let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
-            let Some((s, i)) = source_field else {
-                let one: &[u8] = if validity {
-                    if field.fill_valid {
-                        &[1]
-                    } else {
-                        &[0]
-                    }
-                } else {
-                    &field.fill
-                };
-                for _ in 0..run.count {
-                    out.extend_from_slice(&one[..per.min(one.len())]);
-                    // A fill shorter than a cell (never, for schemas TileDB writes) is
-                    // padded so sizes stay exact.
-                    out.resize(out.len() + per.saturating_sub(one.len()), 0);
-                }
-                continue;
-            };
-            let source = &self.sources[s];
-            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
-            if validity && !reader.field.nullable {
-                out.resize(out.len() + run.count as usize, 1);
-                continue;
-            }
-            let raw = if validity {
-                RawFile::Validity
-            } else {
-                RawFile::Values
-            };
-            let per = per as u64;
-            let place = || source.fragment.place();
-            if run.stride == 1 {
-                reader.read_into(
-                    raw,
-                    byte_at(run.cell, per, place)?,
-                    byte_at(run.count, per, place)?,
-                    out,
-                )?;
-            } else {
-                let span = run
-                    .count
-                    .saturating_sub(1)
-                    .checked_mul(run.stride)
-                    .and_then(|s| s.checked_add(1))
-                    .ok_or_else(|| Error::corrupt(place(), "a run of cells past 64 bits"))?;
-                let bytes = reader.read(
-                    raw,
-                    byte_at(run.cell, per, place)?,
-                    byte_at(span, per, place)?,
-                )?;
-                for k in 0..run.count {
-                    // Within `span`, whose bytes were counted above.
-                    let at = (k * run.stride * per) as usize;
-                    out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
-                        Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
-                    })?);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Merged::gather_runs`] for many short runs (a sparse merge interleaves
-    /// fragments cell by cell): each source's span of cells is read once, then the runs
-    /// copy from it, instead of one reader lookup and one cache lookup per run.
-    fn gather_spans(
-        &self,
-        f: usize,
-        validity: bool,
-        per: usize,
-        runs: &[Run],
-        spans: Vec<Option<(u64, u64)>>,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let field = self.field(f)?;
-        let raw = if validity {
-            RawFile::Validity
-        } else {
-            RawFile::Values
-        };
-        // Per source: its first cell read and the bytes of its span (`None`: all fill,
-        // or all valid).
-        let mut read: Vec<Option<(u64, Vec<u8>)>> = Vec::with_capacity(spans.len());
-        for (s, span) in spans.iter().enumerate() {
-            let (Some((lo, hi)), Some(i)) = (*span, field.sources.get(s).copied().flatten()) else {
-                read.push(None);
-                continue;
-            };
-            let source = &self.sources[s];
-            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
-            if validity && !reader.field.nullable {
-                read.push(None);
-                continue;
-            }
-            let place = || source.fragment.place();
-            let per = per as u64;
-            let bytes = reader.read(
-                raw,
-                byte_at(lo, per, place)?,
-                byte_at(hi.saturating_sub(lo), per, place)?,
-            )?;
-            read.push(Some((lo, bytes)));
-        }
-        for run in runs {
-            let n = run.count as usize;
-            match run.source.and_then(|s| read.get(s)?.as_ref()) {
-                Some((lo, bytes)) => {
-                    let at = (run.cell - lo) as usize * per;
-                    out.extend_from_slice(bytes.get(at..at + n * per).ok_or_else(|| {
-                        Error::corrupt(Place::file("merged read"), "a run outside its span")
-                    })?);
-                }
-                None if validity => {
-                    let nullable_source = run
-                        .source
-                        .and_then(|s| field.sources.get(s).copied().flatten())
-                        .is_some();
-                    let valid = nullable_source || field.fill_valid;
-                    out.resize(out.len() + n, valid as u8);
-                }
-                None => {
-                    for _ in 0..n {
-                        out.extend_from_slice(&field.fill[..per.min(field.fill.len())]);
-                        out.resize(out.len() + per.saturating_sub(field.fill.len()), 0);
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Cells `[first, first + n)` of field `f`, with their validity.

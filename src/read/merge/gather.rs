@@ -1,0 +1,420 @@
+//! Gathering: the bytes of a fixed-size field's output cells copied out of the
+//! fragments' raw files, run by run ([`Run`]). How the sources are read is chosen by the
+//! runs' shape, so that each decoded chunk is read once and fresh memory is not spent:
+//!
+//! - long runs (a 1-D dense state, a fragment's own order): each run read straight
+//!   into the output, chunks covered whole decoded right there;
+//! - many short runs of each source in increasing order (a sparse merge interleaving
+//!   fragments cell by cell): each source's span read once ([`short_run_spans`]);
+//! - runs that continue each other in their source but not in the output (a dense
+//!   state's rows crossing tiles: row `r` of tile 0, of tile 1, ..., then row `r + 1`
+//!   of tile 0, which follows row `r` in the fragment): each such cluster read once
+//!   ([`contiguous_clusters`]). Read run by run, every chunk would be cut by its rows
+//!   and so decoded into the cache, filling it with chunks a sequential reader never
+//!   comes back for; read by cluster, the chunks a read covers are decoded straight
+//!   into a reused buffer and the cache keeps only those cut at the read's edges.
+
+use std::cell::RefCell;
+
+use super::{byte_at, Merged, MergedField, Run, BLOCK};
+use crate::error::{Error, Place, Result};
+use crate::read::RawFile;
+
+/// A scratch buffer larger than this is dropped after use rather than kept per thread.
+const SCRATCH_KEEP: usize = 8 << 20;
+
+thread_local! {
+    /// Cluster bytes on their way to the output: reused, so a stream of reads does not
+    /// fault in fresh memory on every read.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Per source, the span of its cells that `runs` use, when the runs are many and short
+/// and each source's cells come in increasing order with few gaps (as a sparse merge's
+/// do): then reading each span once beats a lookup per run. `None` otherwise (dense
+/// runs are long, or strided).
+fn short_run_spans(runs: &[Run], sources: usize) -> Option<Vec<Option<(u64, u64)>>> {
+    if runs.len() < 4 * sources.max(1) || runs.iter().any(|r| r.stride > 1) {
+        return None;
+    }
+    let mut spans: Vec<Option<(u64, u64)>> = vec![None; sources];
+    let mut used = vec![0u64; sources];
+    let mut cells = 0u64;
+    for run in runs {
+        cells += run.count;
+        let Some(s) = run.source else { continue };
+        let span = spans.get_mut(s)?;
+        let end = run.cell.checked_add(run.count)?;
+        *span = match *span {
+            None => Some((run.cell, end)),
+            Some((lo, hi)) if run.cell >= hi => Some((lo, end)),
+            Some(_) => return None, // not increasing: leave it to the general path
+        };
+        used[s] += run.count;
+    }
+    if cells / (runs.len() as u64) > 64 {
+        return None;
+    }
+    // Cells of a span that no run uses (versions replaced or deleted) are copied for
+    // nothing, from decoded tiles: a cell's copy costs about a nanosecond, a lookup per
+    // run a hundred, so up to 64 unused cells per used one still pay.
+    let wasteful = spans
+        .iter()
+        .zip(&used)
+        .any(|(span, &used)| span.is_some_and(|(lo, hi)| hi - lo > 64 * used + BLOCK));
+    (!wasteful).then_some(spans)
+}
+
+/// Cells `[first, end)` of one source, which several runs use one after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cluster {
+    source: usize,
+    first: u64,
+    end: u64,
+}
+
+/// The clusters of a read, and for each run (by index) the cluster holding its cells
+/// (`None` for fill and empty runs).
+#[derive(Debug, PartialEq, Eq)]
+struct Clusters {
+    clusters: Vec<Cluster>,
+    of_run: Vec<Option<usize>>,
+}
+
+/// The runs of each source grouped into clusters of cells that follow each other in
+/// the source, when that groups at least two runs per cluster on average (a dense
+/// state's rows crossing tiles); `None` otherwise (runs already as long as they can be,
+/// or strided), for the other paths.
+fn contiguous_clusters(runs: &[Run]) -> Option<Clusters> {
+    if runs.iter().any(|r| r.stride != 1 && r.count > 1) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..runs.len())
+        .filter(|&i| runs[i].source.is_some() && runs[i].count > 0)
+        .collect();
+    order.sort_unstable_by_key(|&i| (runs[i].source, runs[i].cell));
+    let mut clusters: Vec<Cluster> = Vec::new();
+    let mut of_run = vec![None; runs.len()];
+    for &i in &order {
+        let run = &runs[i];
+        let source = run.source?;
+        let end = run.cell.checked_add(run.count)?;
+        match clusters.last_mut() {
+            Some(c) if c.source == source && c.end == run.cell => c.end = end,
+            _ => clusters.push(Cluster {
+                source,
+                first: run.cell,
+                end,
+            }),
+        }
+        of_run[i] = Some(clusters.len() - 1);
+    }
+    (order.len() >= 2 * clusters.len()).then_some(Clusters { clusters, of_run })
+}
+
+/// Appends `n` cells of what no fragment wrote: the field's fill value, or for validity
+/// whether that fill is valid.
+fn push_fill(field: &MergedField, validity: bool, per: usize, n: u64, out: &mut Vec<u8>) {
+    if validity {
+        out.resize(out.len() + n as usize, u8::from(field.fill_valid));
+        return;
+    }
+    for _ in 0..n {
+        out.extend_from_slice(&field.fill[..per.min(field.fill.len())]);
+        // A fill shorter than a cell (never, for schemas TileDB writes) is padded so
+        // sizes stay exact.
+        out.resize(out.len() + per.saturating_sub(field.fill.len()), 0);
+    }
+}
+
+impl Merged {
+    /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
+    /// field `f`.
+    pub(super) fn gather_runs(
+        &self,
+        f: usize,
+        validity: bool,
+        runs: Vec<Run>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
+        let per = if validity {
+            1
+        } else {
+            field.cell_size() as usize
+        };
+        if let Some(spans) = short_run_spans(&runs, self.sources.len()) {
+            return self.gather_spans(f, validity, per, &runs, spans, out);
+        }
+        if let Some(clusters) = contiguous_clusters(&runs) {
+            return self.gather_clusters(field, validity, per, &runs, &clusters, out);
+        }
+        for run in runs {
+            let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
+            let Some((s, i)) = source_field else {
+                push_fill(field, validity, per, run.count, out);
+                continue;
+            };
+            let source = &self.sources[s];
+            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+            if validity && !reader.field.nullable {
+                out.resize(out.len() + run.count as usize, 1);
+                continue;
+            }
+            let raw = if validity {
+                RawFile::Validity
+            } else {
+                RawFile::Values
+            };
+            let per = per as u64;
+            let place = || source.fragment.place();
+            if run.stride == 1 {
+                reader.read_into(
+                    raw,
+                    byte_at(run.cell, per, place)?,
+                    byte_at(run.count, per, place)?,
+                    out,
+                )?;
+            } else {
+                let span = run
+                    .count
+                    .saturating_sub(1)
+                    .checked_mul(run.stride)
+                    .and_then(|s| s.checked_add(1))
+                    .ok_or_else(|| Error::corrupt(place(), "a run of cells past 64 bits"))?;
+                let bytes = reader.read(
+                    raw,
+                    byte_at(run.cell, per, place)?,
+                    byte_at(span, per, place)?,
+                )?;
+                for k in 0..run.count {
+                    // Within `span`, whose bytes were counted above.
+                    let at = (k * run.stride * per) as usize;
+                    out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
+                        Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
+                    })?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Merged::gather_runs`] for runs grouped by [`contiguous_clusters`]: each
+    /// cluster's bytes are read once into a scratch buffer, then every run copies its
+    /// cells from there, in output order.
+    fn gather_clusters(
+        &self,
+        field: &MergedField,
+        validity: bool,
+        per: usize,
+        runs: &[Run],
+        plan: &Clusters,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let raw = if validity {
+            RawFile::Validity
+        } else {
+            RawFile::Values
+        };
+        let mut scratch = SCRATCH.with_borrow_mut(std::mem::take);
+        scratch.clear();
+        // Per cluster: where its bytes start in `scratch`, or `None` when there is
+        // nothing to read (fill: the fragment predates the field; validity of a field
+        // the fragment stores as not nullable: all valid).
+        let mut at: Vec<Option<usize>> = Vec::with_capacity(plan.clusters.len());
+        let result = (|| {
+            for c in &plan.clusters {
+                let Some(i) = field.sources[c.source] else {
+                    at.push(None);
+                    continue;
+                };
+                let source = &self.sources[c.source];
+                let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+                if validity && !reader.field.nullable {
+                    at.push(None);
+                    continue;
+                }
+                let place = || source.fragment.place();
+                let (from, len) = (
+                    byte_at(c.first, per as u64, place)?,
+                    byte_at(c.end - c.first, per as u64, place)?,
+                );
+                let start = scratch.len();
+                reader.read_into(raw, from, len, &mut scratch)?;
+                if (scratch.len() - start) as u64 != len {
+                    return Err(Error::corrupt(
+                        place(),
+                        format!(
+                            "{len} bytes from byte {from} read as {}",
+                            scratch.len() - start
+                        ),
+                    ));
+                }
+                at.push(Some(start));
+            }
+            for (run, cluster) in runs.iter().zip(&plan.of_run) {
+                let Some(c) = *cluster else {
+                    push_fill(field, validity, per, run.count, out);
+                    continue;
+                };
+                let n = run.count as usize * per;
+                match at[c] {
+                    Some(start) => {
+                        // Within the cluster, whose bytes were counted as read above.
+                        let from = start + (run.cell - plan.clusters[c].first) as usize * per;
+                        out.extend_from_slice(&scratch[from..from + n]);
+                    }
+                    None if validity && field.sources[plan.clusters[c].source].is_some() => {
+                        out.resize(out.len() + n, 1)
+                    }
+                    None => push_fill(field, validity, per, run.count, out),
+                }
+            }
+            Ok(())
+        })();
+        if scratch.capacity() <= SCRATCH_KEEP {
+            SCRATCH.with_borrow_mut(|s| *s = scratch);
+        }
+        result
+    }
+
+    /// [`Merged::gather_runs`] for many short runs (a sparse merge interleaves
+    /// fragments cell by cell): each source's span of cells is read once, then the runs
+    /// copy from it, instead of one reader lookup and one cache lookup per run.
+    fn gather_spans(
+        &self,
+        f: usize,
+        validity: bool,
+        per: usize,
+        runs: &[Run],
+        spans: Vec<Option<(u64, u64)>>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
+        let raw = if validity {
+            RawFile::Validity
+        } else {
+            RawFile::Values
+        };
+        // Per source: its first cell read and the bytes of its span (`None`: all fill,
+        // or all valid).
+        let mut read: Vec<Option<(u64, Vec<u8>)>> = Vec::with_capacity(spans.len());
+        for (s, span) in spans.iter().enumerate() {
+            let (Some((lo, hi)), Some(i)) = (*span, field.sources.get(s).copied().flatten()) else {
+                read.push(None);
+                continue;
+            };
+            let source = &self.sources[s];
+            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+            if validity && !reader.field.nullable {
+                read.push(None);
+                continue;
+            }
+            let place = || source.fragment.place();
+            let per = per as u64;
+            let bytes = reader.read(
+                raw,
+                byte_at(lo, per, place)?,
+                byte_at(hi.saturating_sub(lo), per, place)?,
+            )?;
+            read.push(Some((lo, bytes)));
+        }
+        for run in runs {
+            let n = run.count as usize;
+            match run.source.and_then(|s| read.get(s)?.as_ref()) {
+                Some((lo, bytes)) => {
+                    let at = (run.cell - lo) as usize * per;
+                    out.extend_from_slice(bytes.get(at..at + n * per).ok_or_else(|| {
+                        Error::corrupt(Place::file("merged read"), "a run outside its span")
+                    })?);
+                }
+                None if validity => {
+                    let nullable_source = run
+                        .source
+                        .and_then(|s| field.sources.get(s).copied().flatten())
+                        .is_some();
+                    let valid = nullable_source || field.fill_valid;
+                    out.resize(out.len() + n, valid as u8);
+                }
+                None => push_fill(field, false, per, run.count, out),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(source: usize, cell: u64, count: u64) -> Run {
+        Run {
+            source: Some(source),
+            cell,
+            stride: 1,
+            count,
+        }
+    }
+
+    fn fill(count: u64) -> Run {
+        Run {
+            source: None,
+            cell: 0,
+            stride: 1,
+            count,
+        }
+    }
+
+    /// Two rows of a dense state across two 4 x 4 tiles of one fragment, then a fill
+    /// run: each tile's two rows follow each other in the fragment, so they make one
+    /// cluster each, whatever the output order.
+    #[test]
+    fn rows_crossing_tiles_cluster_per_tile() {
+        let runs = [
+            run(0, 0, 4),
+            run(0, 16, 4),
+            run(0, 4, 4),
+            run(0, 20, 4),
+            fill(3),
+        ];
+        let plan = contiguous_clusters(&runs).expect("clusters");
+        assert_eq!(
+            plan.clusters,
+            [
+                Cluster {
+                    source: 0,
+                    first: 0,
+                    end: 8
+                },
+                Cluster {
+                    source: 0,
+                    first: 16,
+                    end: 24
+                }
+            ]
+        );
+        assert_eq!(plan.of_run, [Some(0), Some(1), Some(0), Some(1), None]);
+    }
+
+    /// Runs that do not continue each other (a 1-D state's, already whole), or in other
+    /// sources, or strided, are left to the other paths.
+    #[test]
+    fn runs_that_do_not_continue_each_other_are_not_clustered() {
+        assert_eq!(
+            contiguous_clusters(&[run(0, 0, 100), run(1, 100, 50)]),
+            None
+        );
+        // Adjacent cells, but of two sources.
+        assert_eq!(contiguous_clusters(&[run(0, 0, 4), run(1, 4, 4)]), None);
+        let strided = Run {
+            stride: 8,
+            ..run(0, 4, 4)
+        };
+        assert_eq!(contiguous_clusters(&[run(0, 0, 4), strided]), None);
+        // One run in three continues another: not worth a scratch copy.
+        assert_eq!(
+            contiguous_clusters(&[run(0, 0, 4), run(0, 4, 4), run(0, 20, 4), run(0, 40, 4)]),
+            None
+        );
+    }
+}
