@@ -112,6 +112,72 @@ fn reads_of_whole_chunks_decode_into_the_reply_and_leave_the_cache_alone() {
     }
 }
 
+/// A forward scan in reads that cut chunks (`fragfs serve` ranges, a reader's own
+/// buffer size): each chunk is decoded once, kept only until the read that finishes it,
+/// and the cache ends the scan as it started: a one-pass reader does not fill it.
+#[test]
+fn a_forward_scan_that_cuts_chunks_decodes_each_once_and_leaves_the_cache_as_it_was() {
+    let (view, frag) = dense_basic();
+    for field in ["i32", "f64_zstd"] {
+        let node = values_bin(&view, &frag, field);
+        let size = view.size(node).unwrap();
+        let whole = view.read_at(node, 0, size).unwrap(); // walks the chunk indexes
+        let (decoded, cached) = (view.chunks_decoded(), view.cache_used());
+        // 4 tiles of one chunk each, read in steps of 3/4 of a chunk: every read
+        // after the first cuts one chunk at its start and one at its end.
+        let step = size / 4 * 3 / 4;
+        let mut scanned = Vec::new();
+        while (scanned.len() as u64) < size {
+            scanned.extend(view.read_at(node, scanned.len() as u64, step).unwrap());
+        }
+        assert_eq!(scanned, whole, "{field}");
+        assert_eq!(view.chunks_decoded() - decoded, 4, "{field}: once each");
+        assert_eq!(view.cache_used(), cached, "{field}: no chunk kept");
+    }
+}
+
+/// A dense state's rows cross tiles: read in bands of rows (as a reader of
+/// `latest/array.nc` or `values.bin` does, a request at a time), each band takes from
+/// every tile of its rows a block of cells that follow each other in the fragment.
+/// Every chunk is decoded once over the scan, as in one whole read, and none is left
+/// in the cache.
+#[test]
+fn a_dense_state_read_in_bands_of_rows_decodes_each_chunk_once_and_keeps_none() {
+    let (array, expected) = fixture("dense_2d");
+    // 8 x 12 cells, tiles of 4 x 3 (4 tiles per row), f32 in chunks of 4 cells: a
+    // band of 2 rows cuts chunks inside every tile.
+    let whole_view = open_view(&array, &expected).unwrap();
+    let node = whole_view
+        .resolve("latest/f32_delta_zstd/values.bin")
+        .unwrap();
+    let size = whole_view.size(node).unwrap();
+    assert_eq!(size, 8 * 12 * 4);
+    let whole = whole_view.read_at(node, 0, size).unwrap();
+    let once = whole_view.chunks_decoded();
+    assert!(once > 0);
+
+    let view = open_view(&array, &expected).unwrap();
+    let node = view.resolve("latest/f32_delta_zstd/values.bin").unwrap();
+    let band = 2 * 12 * 4;
+    // A first scan walks the chunk indexes; the second shows what a scan keeps.
+    for scan in 0..2 {
+        let (decoded, cached) = (view.chunks_decoded(), view.cache_used());
+        let mut scanned = Vec::new();
+        for at in (0..size).step_by(band) {
+            scanned.extend(view.read_at(node, at, band as u64).unwrap());
+        }
+        assert_eq!(scanned, whole, "scan {scan}");
+        assert_eq!(
+            view.chunks_decoded() - decoded,
+            once,
+            "scan {scan}: once each"
+        );
+        if scan == 1 {
+            assert_eq!(view.cache_used(), cached, "a scan leaves no chunk cached");
+        }
+    }
+}
+
 #[test]
 fn read_ahead_walks_the_coming_chunk_headers_and_decodes_nothing() {
     let (view, frag) = dense_basic();

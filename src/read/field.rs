@@ -435,10 +435,19 @@ impl FieldReader<'_> {
                 served += got;
                 continue;
             }
-            let decoded = cache.get_or_load(key, || {
+            // A chunk this read finishes (it starts before the read and ends inside it)
+            // is one a forward reader does not come back for: it leaves the cache once
+            // served, so a long scan in reads that cut chunks does not fill the cache
+            // (and the daemon's memory) with chunks nobody reads again. Only the chunk
+            // cut at a read's end stays, for the next read.
+            let finishes = start < a && end <= b;
+            let decoded = cache.get_or_load(key.clone(), || {
                 self.engine.count_decoded();
                 tf.decode_chunk(k, i, chunk).map(Cached::Bytes)
             })?;
+            if finishes {
+                cache.remove(&key);
+            }
             let bytes = decoded.bytes("a decoded chunk")?;
             let part = bytes.get(from as usize..to as usize).ok_or_else(|| {
                 Error::corrupt(
