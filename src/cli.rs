@@ -260,7 +260,7 @@ pub enum Command {
         cache_size: u64,
         /// How far the kernel reads ahead of sequential readers of the mount (set when
         /// mounting as root; others keep the kernel's 128K); 0 leaves the default.
-        #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
+        #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size)]
         read_ahead: u64,
     },
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
@@ -478,7 +478,7 @@ mod tests {
         args.iter().map(OsString::from).collect()
     }
 
-    /// The help text says "1M"; the library's constant (which zerofs mirrors) must agree.
+    /// The help text says "2M"; the library's constant (which zerofs mirrors) must agree.
     #[test]
     fn the_default_read_ahead_is_the_library_constant() {
         let cli = Cli::try_parse_from(["fragfs", "mount", "a", "b"]).unwrap();

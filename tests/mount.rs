@@ -644,9 +644,9 @@ fn kernel_read_ahead_is_raised_when_root_and_left_when_asked() {
     let (d, log) = daemon(&array, &["-v"]);
     let logged = std::fs::read_to_string(&log).unwrap();
     if root {
-        assert_eq!(kernel_read_ahead_kib(&d.mnt), 1024, "default 1M:\n{logged}");
+        assert_eq!(kernel_read_ahead_kib(&d.mnt), 2048, "default 2M:\n{logged}");
         assert!(
-            logged.contains("kernel read-ahead of the mount: 1024 KiB"),
+            logged.contains("kernel read-ahead of the mount: 2048 KiB"),
             "{logged}"
         );
         let (d4, _) = daemon(&array, &["--read-ahead", "4M"]);
