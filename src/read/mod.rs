@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod cells;
+pub mod endian;
 pub mod field;
 pub mod merge;
 pub mod spill;

@@ -13,6 +13,7 @@
 //! the first variable's data (no alignment gap: readers take `begin` as written).
 
 use crate::error::{Error, Place, Result};
+pub use crate::read::endian::swap_in_place;
 
 /// The two versions written: CDF-2 (64-bit offsets; what most readers take), and
 /// CDF-5 (64-bit counts and the unsigned and 64-bit integer types; netCDF-C 4.4+,
@@ -175,33 +176,6 @@ fn too_big(what: &str) -> Error {
         Place::file("array.nc"),
         format!("{what}: too large for a netCDF file"),
     )
-}
-
-/// The bytes of each value of `width` bytes reversed: little-endian to big-endian
-/// and back (a trailing partial value is left as it is).
-pub fn swap_in_place(bytes: &mut [u8], width: u64) {
-    // The common widths as whole words, which the compiler turns into vector byte
-    // shuffles: every byte of a variable's data passes here on every read.
-    macro_rules! words {
-        ($t:ty) => {
-            for v in bytes.chunks_exact_mut(std::mem::size_of::<$t>()) {
-                let mut word = [0; std::mem::size_of::<$t>()];
-                word.copy_from_slice(v);
-                v.copy_from_slice(&<$t>::from_le_bytes(word).to_be_bytes());
-            }
-        };
-    }
-    match width {
-        0 | 1 => {}
-        2 => words!(u16),
-        4 => words!(u32),
-        8 => words!(u64),
-        w => {
-            for v in bytes.chunks_exact_mut(w as usize) {
-                v.reverse();
-            }
-        }
-    }
 }
 
 /// Whether netCDF allows `name` ("Note on names"): a first character that is a letter,
@@ -652,28 +626,6 @@ mod tests {
         }
         for bad in ["", " a", "a/b", "a ", ".a", "a\u{1}", "-x"] {
             assert!(!valid_name(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn swaps_values_not_bytes() {
-        let mut v = vec![1, 2, 3, 4, 5, 6, 7, 8];
-        swap_in_place(&mut v, 4);
-        assert_eq!(v, [4, 3, 2, 1, 8, 7, 6, 5]);
-        swap_in_place(&mut v, 1);
-        assert_eq!(v, [4, 3, 2, 1, 8, 7, 6, 5]);
-        // Every width, with a trailing partial value left as it is.
-        for width in [2u64, 3, 4, 8, 16] {
-            let bytes: Vec<u8> = (0..37).collect();
-            let mut got = bytes.clone();
-            swap_in_place(&mut got, width);
-            let w = width as usize;
-            let mut want = bytes.clone();
-            let whole = bytes.len() / w * w;
-            for v in want[..whole].chunks_mut(w) {
-                v.reverse();
-            }
-            assert_eq!(got, want, "width {width}");
         }
     }
 }

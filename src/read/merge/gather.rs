@@ -18,6 +18,7 @@ use std::cell::RefCell;
 
 use super::{byte_at, Merged, MergedField, Run, BLOCK};
 use crate::error::{Error, Place, Result};
+use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
 
 /// A scratch buffer larger than this is dropped after use rather than kept per thread.
@@ -112,29 +113,51 @@ fn contiguous_clusters(runs: &[Run]) -> Option<Clusters> {
     (order.len() >= 2 * clusters.len()).then_some(Clusters { clusters, of_run })
 }
 
-/// Appends `n` cells of what no fragment wrote: the field's fill value, or for validity
-/// whether that fill is valid.
-fn push_fill(field: &MergedField, validity: bool, per: usize, n: u64, out: &mut Vec<u8>) {
-    if validity {
-        out.resize(out.len() + n as usize, u8::from(field.fill_valid));
-        return;
+/// What one gather copies: the values of a fixed-size field, or its validity bytes;
+/// how many bytes a cell has there; the byte order the values leave in.
+#[derive(Clone, Copy)]
+struct Gather<'a> {
+    field: &'a MergedField,
+    validity: bool,
+    per: usize,
+    order: ByteOrder,
+}
+
+impl Gather<'_> {
+    fn raw(&self) -> RawFile {
+        if self.validity {
+            RawFile::Validity
+        } else {
+            RawFile::Values
+        }
     }
-    for _ in 0..n {
-        out.extend_from_slice(&field.fill[..per.min(field.fill.len())]);
-        // A fill shorter than a cell (never, for schemas TileDB writes) is padded so
-        // sizes stay exact.
-        out.resize(out.len() + per.saturating_sub(field.fill.len()), 0);
+
+    /// Appends `n` cells of what no fragment wrote: the field's fill value, or for
+    /// validity whether that fill is valid.
+    fn push_fill(&self, n: u64, out: &mut Vec<u8>) {
+        let (field, per) = (self.field, self.per);
+        if self.validity {
+            out.resize(out.len() + n as usize, u8::from(field.fill_valid));
+            return;
+        }
+        for _ in 0..n {
+            out.extend_from_slice(&field.fill[..per.min(field.fill.len())]);
+            // A fill shorter than a cell (never, for schemas TileDB writes) is padded
+            // so sizes stay exact.
+            out.resize(out.len() + per.saturating_sub(field.fill.len()), 0);
+        }
     }
 }
 
 impl Merged {
     /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
-    /// field `f`.
+    /// field `f`, each run put in byte order `order` once copied.
     pub(super) fn gather_runs(
         &self,
         f: usize,
         validity: bool,
         runs: Vec<Run>,
+        order: ByteOrder,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let field = self.field(f)?;
@@ -143,57 +166,68 @@ impl Merged {
         } else {
             field.cell_size() as usize
         };
+        let g = Gather {
+            field,
+            validity,
+            per,
+            order,
+        };
         if let Some(spans) = short_run_spans(&runs, self.sources.len()) {
-            return self.gather_spans(f, validity, per, &runs, spans, out);
+            return self.gather_spans(g, &runs, spans, out);
         }
         if let Some(clusters) = contiguous_clusters(&runs) {
-            return self.gather_clusters(field, validity, per, &runs, &clusters, out);
+            return self.gather_clusters(g, &runs, &clusters, out);
         }
         for run in runs {
-            let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
-            let Some((s, i)) = source_field else {
-                push_fill(field, validity, per, run.count, out);
-                continue;
-            };
-            let source = &self.sources[s];
-            let reader = self.engine.field(&source.fragment, &source.meta, i)?;
-            if validity && !reader.field.nullable {
-                out.resize(out.len() + run.count as usize, 1);
-                continue;
-            }
-            let raw = if validity {
-                RawFile::Validity
-            } else {
-                RawFile::Values
-            };
-            let per = per as u64;
-            let place = || source.fragment.place();
-            if run.stride == 1 {
-                reader.read_into(
-                    raw,
-                    byte_at(run.cell, per, place)?,
-                    byte_at(run.count, per, place)?,
-                    out,
-                )?;
-            } else {
-                let span = run
-                    .count
-                    .saturating_sub(1)
-                    .checked_mul(run.stride)
-                    .and_then(|s| s.checked_add(1))
-                    .ok_or_else(|| Error::corrupt(place(), "a run of cells past 64 bits"))?;
-                let bytes = reader.read(
-                    raw,
-                    byte_at(run.cell, per, place)?,
-                    byte_at(span, per, place)?,
-                )?;
-                for k in 0..run.count {
-                    // Within `span`, whose bytes were counted above.
-                    let at = (k * run.stride * per) as usize;
-                    out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
-                        Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
-                    })?);
-                }
+            let before = out.len();
+            self.gather_run(g, run, out)?;
+            order.apply(&mut out[before..]);
+        }
+        Ok(())
+    }
+
+    /// Appends the cells of one run, read from its source on its own.
+    fn gather_run(&self, g: Gather<'_>, run: Run, out: &mut Vec<u8>) -> Result<()> {
+        let (field, validity, per) = (g.field, g.validity, g.per);
+        let source_field = run.source.and_then(|s| field.sources[s].map(|i| (s, i)));
+        let Some((s, i)) = source_field else {
+            g.push_fill(run.count, out);
+            return Ok(());
+        };
+        let source = &self.sources[s];
+        let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+        if validity && !reader.field.nullable {
+            out.resize(out.len() + run.count as usize, 1);
+            return Ok(());
+        }
+        let raw = g.raw();
+        let per = per as u64;
+        let place = || source.fragment.place();
+        if run.stride == 1 {
+            reader.read_into(
+                raw,
+                byte_at(run.cell, per, place)?,
+                byte_at(run.count, per, place)?,
+                out,
+            )?;
+        } else {
+            let span = run
+                .count
+                .saturating_sub(1)
+                .checked_mul(run.stride)
+                .and_then(|s| s.checked_add(1))
+                .ok_or_else(|| Error::corrupt(place(), "a run of cells past 64 bits"))?;
+            let bytes = reader.read(
+                raw,
+                byte_at(run.cell, per, place)?,
+                byte_at(span, per, place)?,
+            )?;
+            for k in 0..run.count {
+                // Within `span`, whose bytes were counted above.
+                let at = (k * run.stride * per) as usize;
+                out.extend_from_slice(bytes.get(at..at + per as usize).ok_or_else(|| {
+                    Error::corrupt(source.fragment.place(), "a tile is shorter than its cells")
+                })?);
             }
         }
         Ok(())
@@ -204,18 +238,12 @@ impl Merged {
     /// cells from there, in output order.
     fn gather_clusters(
         &self,
-        field: &MergedField,
-        validity: bool,
-        per: usize,
+        g: Gather<'_>,
         runs: &[Run],
         plan: &Clusters,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let raw = if validity {
-            RawFile::Validity
-        } else {
-            RawFile::Values
-        };
+        let (field, validity, per, order, raw) = (g.field, g.validity, g.per, g.order, g.raw());
         let mut scratch = SCRATCH.with_borrow_mut(std::mem::take);
         scratch.clear();
         // Per cluster: where its bytes start in `scratch`, or `None` when there is
@@ -254,7 +282,9 @@ impl Merged {
             }
             for (run, cluster) in runs.iter().zip(&plan.of_run) {
                 let Some(c) = *cluster else {
-                    push_fill(field, validity, per, run.count, out);
+                    let before = out.len();
+                    g.push_fill(run.count, out);
+                    order.apply(&mut out[before..]);
                     continue;
                 };
                 let n = run.count as usize * per;
@@ -262,12 +292,18 @@ impl Merged {
                     Some(start) => {
                         // Within the cluster, whose bytes were counted as read above.
                         let from = start + (run.cell - plan.clusters[c].first) as usize * per;
+                        let before = out.len();
                         out.extend_from_slice(&scratch[from..from + n]);
+                        order.apply(&mut out[before..]);
                     }
                     None if validity && field.sources[plan.clusters[c].source].is_some() => {
                         out.resize(out.len() + n, 1)
                     }
-                    None => push_fill(field, validity, per, run.count, out),
+                    None => {
+                        let before = out.len();
+                        g.push_fill(run.count, out);
+                        order.apply(&mut out[before..]);
+                    }
                 }
             }
             Ok(())
@@ -283,19 +319,12 @@ impl Merged {
     /// copy from it, instead of one reader lookup and one cache lookup per run.
     fn gather_spans(
         &self,
-        f: usize,
-        validity: bool,
-        per: usize,
+        g: Gather<'_>,
         runs: &[Run],
         spans: Vec<Option<(u64, u64)>>,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let field = self.field(f)?;
-        let raw = if validity {
-            RawFile::Validity
-        } else {
-            RawFile::Values
-        };
+        let (field, validity, per, order, raw) = (g.field, g.validity, g.per, g.order, g.raw());
         // Per source: its first cell read and the bytes of its span (`None`: all fill,
         // or all valid).
         let mut read: Vec<Option<(u64, Vec<u8>)>> = Vec::with_capacity(spans.len());
@@ -321,6 +350,7 @@ impl Merged {
         }
         for run in runs {
             let n = run.count as usize;
+            let before = out.len();
             match run.source.and_then(|s| read.get(s)?.as_ref()) {
                 Some((lo, bytes)) => {
                     let at = (run.cell - lo) as usize * per;
@@ -336,8 +366,9 @@ impl Merged {
                     let valid = nullable_source || field.fill_valid;
                     out.resize(out.len() + n, valid as u8);
                 }
-                None => push_fill(field, false, per, run.count, out),
+                None => g.push_fill(run.count, out),
             }
+            order.apply(&mut out[before..]);
         }
         Ok(())
     }

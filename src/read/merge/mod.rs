@@ -25,6 +25,7 @@ use crate::format::Datatype;
 use crate::lazy::Lazy;
 
 use super::cells::Cells;
+use super::endian::ByteOrder;
 use super::{RawFile, ReadEngine};
 
 /// Output cells rendered or indexed together: the var-size index keeps one entry per
@@ -399,6 +400,21 @@ impl Merged {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        self.read_ordered_into(f, file, offset, len, ByteOrder::Stored, out)
+    }
+
+    /// [`Merged::read_into`] with the values of a fixed-size field in byte order
+    /// `order` (netCDF classic's big-endian), each run put in order as it is gathered.
+    /// Other files (offsets, validity, var-size values) are bytes: as stored.
+    pub fn read_ordered_into(
+        &self,
+        f: usize,
+        file: RawFile,
+        offset: u64,
+        len: u64,
+        order: ByteOrder,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let field = self.field(f)?;
         // Fixed-size values and validity stream before the cells are counted: the
         // merge stops at the last cell (a sequential reader needs no counting pass).
@@ -428,8 +444,13 @@ impl Merged {
                     _ => field.cell_size(),
                 };
                 let (a, b) = (offset / per, end.div_ceil(per));
+                let order = if file == RawFile::Values {
+                    order
+                } else {
+                    ByteOrder::Stored
+                };
                 let before = out.len();
-                self.gather_fixed(f, file, a, b - a, out)?;
+                self.gather_fixed(f, file, a, b - a, order, out)?;
                 // Cut to the bytes asked for (a read need not start at a cell; a
                 // streaming one may end early, at the last cell).
                 let skip = ((offset - a * per) as usize).min(out.len() - before);
@@ -504,16 +525,19 @@ impl Merged {
         file: RawFile,
         first: u64,
         n: u64,
+        order: ByteOrder,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let field = self.field(f)?;
         let validity = file == RawFile::Validity;
         if let (Shape::Dense(d), FieldRole::Dimension, false) = (&self.shape, field.role, validity)
         {
+            let before = out.len();
             d.coordinates(f, field.datatype, first, n, out);
+            order.apply(&mut out[before..]);
             return Ok(());
         }
-        self.gather_runs(f, validity, self.runs(first, n)?, out)
+        self.gather_runs(f, validity, self.runs(first, n)?, order, out)
     }
 
     /// Dense arrays: cells `[first, first + n)`, in row-major order, of the box
@@ -533,7 +557,7 @@ impl Merged {
             return Err(Error::NotFound("a box of a sparse array".into()));
         };
         let runs = trim_runs(d.region_runs(region), first, n);
-        self.gather_runs(f, validity, runs, out)
+        self.gather_runs(f, validity, runs, ByteOrder::Stored, out)
     }
 
     /// Dense arrays: the domains of the visible fragments that wrote cells (the boxes
@@ -551,14 +575,14 @@ impl Merged {
         let n = n.min(self.cell_count()?.saturating_sub(first));
         let validity = if field.nullable {
             let mut v = Vec::new();
-            self.gather_fixed(f, RawFile::Validity, first, n, &mut v)?;
+            self.gather_fixed(f, RawFile::Validity, first, n, ByteOrder::Stored, &mut v)?;
             Some(v)
         } else {
             None
         };
         if !field.is_var() {
             let mut values = Vec::new();
-            self.gather_fixed(f, RawFile::Values, first, n, &mut values)?;
+            self.gather_fixed(f, RawFile::Values, first, n, ByteOrder::Stored, &mut values)?;
             return Ok(Cells::fixed(
                 first,
                 values,

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::format::datatype::decode_int;
 use crate::format::schema::VAR_NUM;
 use crate::format::Datatype;
+use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
 
 use super::super::{ArrayTree, FieldOf, Folder};
@@ -154,6 +155,34 @@ impl At<'_, FieldOf> {
                 .tree
                 .with_field(f, i, |r| r.read_into(raw, offset, len, out)),
             Folder::State(w) => self.tree.merged(w)?.read_into(i, raw, offset, len, out),
+        }
+    }
+
+    /// [`FieldAt::read_raw`] of `values.bin` with the values in byte order `order`: a
+    /// merged state's put in order run by run as they are gathered, a fragment's (as
+    /// they are read, straight from the chunks) once read.
+    pub fn read_values_ordered(
+        &self,
+        offset: u64,
+        len: u64,
+        order: ByteOrder,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match self.place.folder {
+            Folder::Fragment(_) => {
+                let start = out.len();
+                self.read_raw(RawFile::Values, offset, len, out)?;
+                order.apply(&mut out[start..]);
+                Ok(())
+            }
+            Folder::State(w) => self.tree.merged(w)?.read_ordered_into(
+                self.place.index,
+                RawFile::Values,
+                offset,
+                len,
+                order,
+                out,
+            ),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::format::datatype::decode_int;
 use crate::format::metadata::MetadataValue;
 use crate::format::schema::{ArraySchema, VAR_NUM};
 use crate::format::Datatype;
+use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
 use crate::view::netcdf::{self as nc, Attr, Dim, NcFile, NcType, Piece, Var, Version};
 use crate::view::value;
@@ -612,18 +613,22 @@ impl ArrayNc {
         };
         match plan.sources.get(var) {
             Some(&Source::Values { field, width }) => {
-                // The values under the range, whole, read straight into `out` and swapped
-                // there (every byte of a variable passes here: no scratch copy), then cut
-                // to the range where it starts or ends inside a value.
+                // The values under the range, whole, read straight into `out` and put
+                // big-endian run by run as they are gathered (every byte of a variable
+                // passes here: no scratch copy, no pass of its own), then cut to the
+                // range where it starts or ends inside a value.
                 let (a, b) = (from / width * width, to.div_ceil(width) * width);
                 let start = out.len();
-                self.field_at(at, field)
-                    .read_raw(RawFile::Values, a, b - a, out)?;
+                self.field_at(at, field).read_values_ordered(
+                    a,
+                    b - a,
+                    ByteOrder::Swapped(width),
+                    out,
+                )?;
                 if (out.len() - start) as u64 != b - a {
                     out.truncate(start);
                     return Err(short(&plan.file.vars[var].name));
                 }
-                nc::swap_in_place(&mut out[start..], width);
                 out.truncate(start + (to - a) as usize);
                 out.drain(start..start + (from - a) as usize);
             }
