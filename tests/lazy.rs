@@ -178,6 +178,48 @@ fn a_dense_state_read_in_bands_of_rows_decodes_each_chunk_once_and_keeps_none() 
     }
 }
 
+/// `tiles.json` walks the chunk headers of every tile. A tile larger than the store's
+/// walk window is brought in whole first on a local disk, where each window would
+/// otherwise be a random read of its own; on object storage it is not, where bringing
+/// it in is a GET of the whole tile.
+#[test]
+fn a_walk_of_chunk_headers_brings_a_large_tile_in_at_once_on_a_local_disk_only() {
+    let (array, expected) = fixture("dense_2d");
+    let frag = expected["fragments"][0]["fragment_dir"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    for remote in [false, true] {
+        // A walk window of 20 bytes: every tile (68 bytes or more) is larger.
+        let mut store = MemoryStore::from_dir(&array).unwrap().with_walk_window(20);
+        if remote {
+            store = store.as_remote();
+        }
+        let store = std::sync::Arc::new(store);
+        let view = ArrayTree::open(store.clone(), options_for(&expected), 64 << 20).unwrap();
+        store.keep_journal();
+        let node = view
+            .resolve(&format!("fragments/{frag}/tiles.json"))
+            .unwrap();
+        let json = view.read_at(node, 0, 1 << 30).unwrap();
+        assert!(String::from_utf8_lossy(&json).contains("\"tile_count\": 8"));
+        let ahead = store
+            .journal_entries()
+            .into_iter()
+            .filter(|a| matches!(a, Access::ReadAhead { .. }))
+            .count();
+        if remote {
+            assert_eq!(ahead, 0, "object storage: headers only");
+        } else {
+            assert!(ahead > 0, "a local disk: tiles brought in whole");
+        }
+        assert_eq!(view.chunks_decoded(), 0, "nothing decoded");
+    }
+}
+
 #[test]
 fn read_ahead_walks_the_coming_chunk_headers_and_decodes_nothing() {
     let (view, frag) = dense_basic();
