@@ -13,7 +13,7 @@
 //! the first variable's data (no alignment gap: readers take `begin` as written).
 
 use crate::error::{Error, Place, Result};
-pub use crate::read::endian::swap_in_place;
+use crate::read::endian::swap_in_place;
 
 /// The two versions written: CDF-2 (64-bit offsets; what most readers take), and
 /// CDF-5 (64-bit counts and the unsigned and 64-bit integer types; netCDF-C 4.4+,

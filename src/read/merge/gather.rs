@@ -281,30 +281,22 @@ impl Merged {
                 at.push(Some(start));
             }
             for (run, cluster) in runs.iter().zip(&plan.of_run) {
-                let Some(c) = *cluster else {
-                    let before = out.len();
-                    g.push_fill(run.count, out);
-                    order.apply(&mut out[before..]);
-                    continue;
-                };
+                let before = out.len();
                 let n = run.count as usize * per;
-                match at[c] {
-                    Some(start) => {
+                match cluster.map(|c| (c, at[c])) {
+                    Some((c, Some(start))) => {
                         // Within the cluster, whose bytes were counted as read above.
                         let from = start + (run.cell - plan.clusters[c].first) as usize * per;
-                        let before = out.len();
                         out.extend_from_slice(&scratch[from..from + n]);
-                        order.apply(&mut out[before..]);
                     }
-                    None if validity && field.sources[plan.clusters[c].source].is_some() => {
+                    Some((c, None))
+                        if validity && field.sources[plan.clusters[c].source].is_some() =>
+                    {
                         out.resize(out.len() + n, 1)
                     }
-                    None => {
-                        let before = out.len();
-                        g.push_fill(run.count, out);
-                        order.apply(&mut out[before..]);
-                    }
+                    _ => g.push_fill(run.count, out),
                 }
+                order.apply(&mut out[before..]);
             }
             Ok(())
         })();

@@ -158,7 +158,7 @@ impl At<'_, FieldOf> {
         }
     }
 
-    /// [`FieldAt::read_raw`] of `values.bin` with the values in byte order `order`: a
+    /// [`At::read_raw`] of `values.bin` with the values in byte order `order`: a
     /// merged state's put in order run by run as they are gathered, a fragment's (as
     /// they are read, straight from the chunks) once read.
     pub fn read_values_ordered(

@@ -325,7 +325,7 @@ impl Plan {
                 attrs.push(Attr::text("ancillary_variables", v));
             }
             let mut pad = fill.map(<[u8]>::to_vec).unwrap_or_default();
-            nc::swap_in_place(&mut pad, width);
+            ByteOrder::Swapped(width).apply(&mut pad);
             file.vars.push(Var {
                 name: name.clone(),
                 dims: dims.clone(),
