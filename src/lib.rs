@@ -22,10 +22,11 @@ pub mod lazy;
 pub mod listing;
 pub mod mount;
 pub mod read;
-#[cfg(feature = "serve")]
+pub mod secret;
 pub mod serve;
 pub mod storage;
 pub mod view;
+pub mod wire;
 
 #[cfg(test)]
 mod test_support;

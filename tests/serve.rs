@@ -62,7 +62,7 @@ fn files(tree: &dyn FileTree, at_limit: usize) -> Vec<(String, Ino)> {
 }
 
 fn url(path: &str) -> String {
-    let parts: Vec<String> = path.split('/').map(fragfs::serve::path::encode).collect();
+    let parts: Vec<String> = path.split('/').map(fragfs::wire::path::encode).collect();
     format!("/{}", parts.join("/"))
 }
 
@@ -323,7 +323,7 @@ fn folders_list_as_html_or_json() {
     let page = String::from_utf8(r.body).unwrap();
     for e in tree.list(ROOT).unwrap() {
         let slash = if e.is_dir() { "/" } else { "" };
-        let href = format!("href=\"{}{slash}\"", fragfs::serve::path::encode(&e.name));
+        let href = format!("href=\"{}{slash}\"", fragfs::wire::path::encode(&e.name));
         assert!(page.contains(&href), "no link {href}");
     }
     let size = tree.stat(tree.resolve("array.json").unwrap()).unwrap().size;
@@ -343,7 +343,7 @@ fn folders_list_as_html_or_json() {
         let dir = e["type"] == "dir";
         let link = format!(
             "/latest/{}{}",
-            fragfs::serve::path::encode(name),
+            fragfs::wire::path::encode(name),
             if dir { "/" } else { "" }
         );
         assert_eq!(get(addr, "HEAD", &link, &[]).status, 200, "{link}");

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use common::http::{get, raw, Reply};
 use common::*;
-use fragfs::serve::path::encode;
 use fragfs::serve::s3api::S3Face;
 use fragfs::serve::{Faces, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
+use fragfs::wire::path::encode;
 
 const ACCESS: &str = "fragfs-serve-key";
 const SECRET: &str = "fragfs-serve-secret";

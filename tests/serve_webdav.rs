@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use common::http::{get, raw, read_reply, Reply};
 use common::*;
-use fragfs::serve::path::{decode, encode};
 use fragfs::serve::{Faces, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
+use fragfs::wire::path::{decode, encode};
 use quick_xml::events::Event;
 use quick_xml::NsReader;
 

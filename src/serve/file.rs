@@ -11,7 +11,8 @@ use futures::StreamExt;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, StreamBody};
 use hyper::body::Frame;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::view::held::Held;
 use crate::view::prefetch::{Prefetcher, READ_AHEAD};
 use crate::view::{FileTree, Ino, Lifetime, Stat};
 
@@ -67,10 +68,10 @@ const DEPTH: usize = 6;
 static AHEAD_BUDGET: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(64);
 
 /// The body of a file from `start` to `end` (to its end when `None`), `first` already
-/// read by [`Held::first_chunk`], as the chunks that follow it: read on the blocking
+/// read by [`first_chunk`], as the chunks that follow it: read on the blocking
 /// pool up to [`DEPTH`] at a time and only as the connection takes them, with `ahead`
 /// asked to prepare the bytes up to [`READ_AHEAD`] beyond the chunk read (as
-/// [`Held::first_chunk`] did for the first). In order; the first failure or short read
+/// [`first_chunk`] did for the first). In order; the first failure or short read
 /// ends it.
 pub fn chunks(
     held: Arc<Held>,
@@ -267,56 +268,27 @@ impl Drop for Chunk {
     }
 }
 
-/// A file a response is reading: its number kept in use ([`FileTree::remember`]) and
-/// the tree's open guard kept, both given back when the response ends.
-pub struct Held {
-    pub tree: Arc<dyn FileTree>,
-    pub ino: Ino,
-    _guard: Option<crate::view::OpenGuard>,
-}
-
-impl Held {
-    /// The first chunk of a body from `start` to `end` (to its end when `None`), read
-    /// before answering so that a file that cannot be read answers an error status
-    /// rather than a cut body. `ahead` is first asked for the bytes that follow: the
-    /// client asked for the whole range, so there is no pattern to wait for, and the disk
-    /// can bring them in while this chunk is read. (On the bench's cold 64 MiB files the
-    /// difference from asking at the second chunk was within the noise: 0.47-0.49 s
-    /// either way over twelve rounds.)
-    pub fn first_chunk(
-        &self,
-        ahead: Option<&Prefetcher>,
-        start: u64,
-        end: Option<u64>,
-    ) -> Result<Vec<u8>> {
-        let (from, to) = first_window(start, end);
-        if let (Some(ahead), true) = (ahead, to > from) {
-            ahead.hint(self.ino, from, to - from);
-        }
-        let want = end.map_or(CHUNK, |e| (e - start).min(CHUNK));
-        let mut buf = Vec::new();
-        self.tree.read_into(self.ino, start, want, &mut buf)?;
-        Ok(buf)
+/// The first chunk of a body from `start` to `end` (to its end when `None`), read
+/// before answering so that a file that cannot be read answers an error status
+/// rather than a cut body. `ahead` is first asked for the bytes that follow: the
+/// client asked for the whole range, so there is no pattern to wait for, and the disk
+/// can bring them in while this chunk is read. (On the bench's cold 64 MiB files the
+/// difference from asking at the second chunk was within the noise: 0.47-0.49 s
+/// either way over twelve rounds.)
+pub fn first_chunk(
+    held: &Held,
+    ahead: Option<&Prefetcher>,
+    start: u64,
+    end: Option<u64>,
+) -> Result<Vec<u8>> {
+    let (from, to) = first_window(start, end);
+    if let (Some(ahead), true) = (ahead, to > from) {
+        ahead.hint(held.ino, from, to - from);
     }
-
-    pub fn take(tree: &Arc<dyn FileTree>, ino: Ino) -> Result<Held> {
-        let guard = tree.open(ino)?;
-        if !tree.remember(ino) {
-            // Dropped between the lookup and now: as a vanished file.
-            return Err(Error::NotFound(format!("file {ino} went away")));
-        }
-        Ok(Held {
-            tree: tree.clone(),
-            ino,
-            _guard: guard,
-        })
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.tree.forget(self.ino, 1);
-    }
+    let want = end.map_or(CHUNK, |e| (e - start).min(CHUNK));
+    let mut buf = Vec::new();
+    held.tree.read_into(held.ino, start, want, &mut buf)?;
+    Ok(buf)
 }
 
 /// The media type of a file of the tree, by its name.

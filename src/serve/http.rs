@@ -15,12 +15,13 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::file::{body, chunks, content_type, etag, http_date, Body, Held};
+use super::file::{body, chunks, content_type, etag, first_chunk, http_date, Body};
 use super::listing;
-use super::path::{self, BadPath};
-use super::range::{self, Answer};
 use crate::error::Error;
+use crate::view::held::Held;
 use crate::view::{FileTree, Ino, Kind, Lifetime, Stat, ROOT};
+use crate::wire::path::{self, BadPath};
+use crate::wire::range::{self, Answer};
 
 /// One served tree and how it is guarded.
 pub struct HttpFace {
@@ -260,7 +261,7 @@ impl HttpFace {
         let first = if head {
             Vec::new()
         } else {
-            match held.first_chunk(self.ahead.as_deref(), start, end) {
+            match first_chunk(&held, self.ahead.as_deref(), start, end) {
                 Ok(buf) => buf,
                 Err(e) => return error(&asked.path, &e),
             }

@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::path::encode;
 use crate::error::Result;
 use crate::view::{FileTree, Ino, Kind};
+use crate::wire::path::encode;
 
 /// One entry of a listing: what `stat` says, without rendering anything.
 pub struct Shown {

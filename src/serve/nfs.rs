@@ -14,23 +14,23 @@
 //!   for a folder) send no attributes for it rather than a wrong size, so the client
 //!   asks GETATTR.
 //! - **Reads** run on the blocking pool, at most [`RTMAX`] bytes a call, the file held
-//!   ([`crate::serve::file::Held`]) while read. Connections are bounded and timed out as
+//!   ([`crate::view::held::Held`]) while read. Connections are bounded and timed out as
 //!   [`rpc`] says.
 //! - **No authentication**: NFSv3's AUTH_SYS is a uid the client states, no control, so
 //!   a non-loopback address needs `--insecure-listen` (see [`crate::serve::Faces`]).
 
+#[cfg(feature = "serve")]
+pub mod connection;
 pub mod handles;
-pub mod rpc;
-pub mod xdr;
 
 use std::sync::Arc;
 
+use crate::wire::rpc::{Accept, Call, Programs};
+use crate::wire::xdr::{Garbage, Reader, Writer};
 use handles::{Handles, Unresolved};
-use rpc::{Accept, Call, Programs};
-use xdr::{Garbage, Reader, Writer};
 
 use crate::error::Error;
-use crate::serve::file::Held;
+use crate::view::held::Held;
 use crate::view::{FileTree, Ino, Kind, Stat};
 
 /// The most bytes one READ answers (and what clients are told to ask for).

@@ -29,12 +29,13 @@ use s3s::dto::{
 use s3s::service::S3ServiceBuilder;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 
-use super::file::{chunks, content_type, etag, Held, CHUNK};
-use super::path::encode;
+use super::file::{chunks, content_type, etag, first_chunk, CHUNK};
 use super::s3list::{self, gone, plain_name, Item};
 use crate::error::Error;
+use crate::view::held::Held;
 use crate::view::prefetch::Prefetcher;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
+use crate::wire::path::encode;
 
 /// How the S3 face is guarded and named (`fragfs serve --s3`).
 #[derive(Debug, Clone, Default)]
@@ -737,7 +738,7 @@ impl S3 for Face {
         let key = input.key.clone();
         let first = self
             .blocking(move |this| {
-                held.first_chunk(this.ahead.as_deref(), start, Some(end))
+                first_chunk(&held, this.ahead.as_deref(), start, Some(end))
                     .map_err(|e| tree_error(&key, &e))
             })
             .await?;

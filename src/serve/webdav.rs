@@ -25,23 +25,16 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use quick_xml::events::Event;
-use quick_xml::name::ResolveResult;
-use quick_xml::NsReader;
 
 use super::file::{content_type, etag, http_date, Body};
 use super::http::{error, text, HttpFace};
-use super::path::{self, encode, BadPath};
 use crate::error::Result;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
+use crate::wire::path::{self, encode, BadPath};
+use crate::wire::propfind::{self, Refused, Wanted, DAV, MAX_BODY};
 
-/// Bytes of a `PROPFIND` body: a request for every property a client knows fits in a
-/// few kilobytes; more is refused (413) without being read.
-pub const MAX_BODY: usize = 64 << 10;
 /// Time a client has to send a `PROPFIND` body once its head arrived.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// The namespace of WebDAV's own properties.
-const DAV: &[u8] = b"DAV:";
 /// The methods this face answers with something other than a refusal.
 const ALLOW: &str = "OPTIONS, GET, HEAD, PROPFIND";
 
@@ -53,17 +46,6 @@ pub struct WebDavFace {
     /// The time of a node that has none (the array's own files, `latest/`), as a mount
     /// shows it: when serving started.
     started_ms: u64,
-}
-
-/// What a `PROPFIND` asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wanted {
-    /// Every live property (also an empty body).
-    AllProp,
-    /// The names of the properties, without values.
-    PropName,
-    /// These properties: (namespace, local name).
-    Props(Vec<(String, String)>),
 }
 
 /// The properties this face knows, in the order they are written.
@@ -168,13 +150,16 @@ impl WebDavFace {
             Ok(Err(_)) => return closing(text(StatusCode::BAD_REQUEST, "a broken body\n")),
             Ok(Ok(b)) => b.to_bytes(),
         };
-        let wanted = match parse_propfind(&body) {
+        let wanted = match propfind::parse(&body) {
             Ok(w) => w,
-            Err(why) => {
+            Err(Refused::Malformed(why)) => {
                 return text(
                     StatusCode::BAD_REQUEST,
                     &format!("not a PROPFIND body: {why}\n"),
                 )
+            }
+            Err(Refused::TooMuch(why)) => {
+                return text(StatusCode::PAYLOAD_TOO_LARGE, &format!("{why}\n"))
             }
         };
         let face = self.clone();
@@ -264,7 +249,7 @@ impl WebDavFace {
                 .collect(),
         };
         for (ns, local) in &asked {
-            let value = if ns.as_bytes() == DAV {
+            let value = if ns == DAV {
                 self.property(local, names, display, ino, stat)
             } else {
                 Ok(None)
@@ -353,7 +338,7 @@ impl WebDavFace {
 
 /// `<D:name>value</D:name>`, or the element in its own namespace.
 fn element(ns: &str, local: &str, value: &str) -> String {
-    let (open, close) = if ns.as_bytes() == DAV {
+    let (open, close) = if ns == DAV {
         (format!("D:{local}"), format!("D:{local}"))
     } else if ns.is_empty() {
         (format!("{local} xmlns=\"\""), local.to_string())
@@ -367,107 +352,6 @@ fn element(ns: &str, local: &str, value: &str) -> String {
         format!("<{open}/>")
     } else {
         format!("<{open}>{value}</{close}>")
-    }
-}
-
-/// What a `PROPFIND` body asks for; an error says why the body is not one.
-pub fn parse_propfind(body: &[u8]) -> std::result::Result<Wanted, String> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Wanted::AllProp);
-    }
-    let text = std::str::from_utf8(body).map_err(|_| "not UTF-8".to_string())?;
-    let mut reader = NsReader::from_str(text);
-    reader.config_mut().check_end_names = true;
-    let mut depth = 0usize;
-    let mut seen_root = false;
-    let mut wanted: Option<Wanted> = None;
-    let mut props = Vec::new();
-    // Which element of depth 2 we are inside (prop, allprop, ...).
-    let mut section: Option<String> = None;
-    loop {
-        let (ns, event) = reader.read_resolved_event().map_err(|e| e.to_string())?;
-        let ns = match ns {
-            ResolveResult::Bound(n) => Some(n.0.to_vec()),
-            ResolveResult::Unbound => None,
-            ResolveResult::Unknown(p) => {
-                return Err(format!(
-                    "unknown namespace prefix {}",
-                    String::from_utf8_lossy(&p)
-                ))
-            }
-        };
-        let (start, empty) = match &event {
-            Event::Start(_) => (true, false),
-            Event::Empty(_) => (true, true),
-            _ => (false, false),
-        };
-        match event {
-            Event::Start(ref e) | Event::Empty(ref e) if start => {
-                let local = std::str::from_utf8(e.local_name().into_inner())
-                    .map_err(|_| "a name is not UTF-8".to_string())?
-                    .to_string();
-                if local.is_empty()
-                    || !local
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || "_-.".contains(c))
-                {
-                    return Err(format!("a bad element name {local:?}"));
-                }
-                let in_dav = ns.as_deref() == Some(DAV);
-                match depth {
-                    0 => {
-                        if seen_root {
-                            return Err("two root elements".into());
-                        }
-                        seen_root = true;
-                        if !(in_dav && local == "propfind") {
-                            return Err(format!("the root is {local}, not DAV: propfind"));
-                        }
-                    }
-                    1 if in_dav => {
-                        match local.as_str() {
-                            "allprop" => wanted = Some(Wanted::AllProp),
-                            "propname" => wanted = Some(Wanted::PropName),
-                            "prop" => wanted = Some(Wanted::Props(Vec::new())),
-                            // `include` (extra properties with allprop) and unknown
-                            // elements are ignored, as RFC 4918 asks.
-                            _ => {}
-                        }
-                        section = Some(local.clone());
-                    }
-                    1 => section = None,
-                    2 if section.as_deref() == Some("prop") => {
-                        let ns = String::from_utf8(ns.unwrap_or_default())
-                            .map_err(|_| "a namespace is not UTF-8".to_string())?;
-                        props.push((ns, local));
-                    }
-                    _ => {}
-                }
-                if !empty {
-                    depth += 1;
-                }
-            }
-            Event::End(_) => {
-                depth = depth.checked_sub(1).ok_or("an end tag too many")?;
-                if depth == 1 {
-                    section = None;
-                }
-            }
-            Event::Text(t) if depth == 0 && !t.iter().all(u8::is_ascii_whitespace) => {
-                return Err("text outside the root element".into());
-            }
-            Event::DocType(_) => return Err("a DOCTYPE (not accepted)".into()),
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    if !seen_root || depth != 0 {
-        return Err("the document is not complete".into());
-    }
-    match wanted {
-        Some(Wanted::Props(_)) => Ok(Wanted::Props(props)),
-        Some(w) => Ok(w),
-        None => Err("neither prop, propname nor allprop".into()),
     }
 }
 
@@ -522,65 +406,6 @@ fn closing(mut r: Response<Body>) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(v: &[(&str, &str)]) -> Wanted {
-        Wanted::Props(
-            v.iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn propfind_bodies() {
-        assert_eq!(parse_propfind(b""), Ok(Wanted::AllProp));
-        assert_eq!(parse_propfind(b" \r\n"), Ok(Wanted::AllProp));
-        assert_eq!(
-            parse_propfind(
-                b"<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><allprop/></propfind>"
-            ),
-            Ok(Wanted::AllProp)
-        );
-        assert_eq!(
-            parse_propfind(b"<D:propfind xmlns:D=\"DAV:\"><D:propname/></D:propfind>"),
-            Ok(Wanted::PropName)
-        );
-        assert_eq!(
-            parse_propfind(
-                b"<a:propfind xmlns:a=\"DAV:\" xmlns:z=\"urn:x\">\n<a:prop>\
-                  <a:getcontentlength/><z:quota></z:quota><a:resourcetype/>\
-                  <plain xmlns=\"\"/></a:prop></a:propfind>"
-            ),
-            Ok(props(&[
-                ("DAV:", "getcontentlength"),
-                ("urn:x", "quota"),
-                ("DAV:", "resourcetype"),
-                ("", "plain"),
-            ]))
-        );
-    }
-
-    #[test]
-    fn malformed_bodies_are_refused() {
-        for bad in [
-            &b"<propfind xmlns=\"DAV:\"><prop>"[..],
-            b"<propfind xmlns=\"DAV:\"><prop></propfind>",
-            b"<propfind xmlns=\"urn:not-dav\"><allprop/></propfind>",
-            b"<D:propfind><D:allprop/></D:propfind>",
-            b"<propfind xmlns=\"DAV:\"/><propfind xmlns=\"DAV:\"/>",
-            b"<propfind xmlns=\"DAV:\"></propfind>",
-            b"garbage",
-            b"<!DOCTYPE x [<!ENTITY a \"b\">]><propfind xmlns=\"DAV:\"><allprop/></propfind>",
-            b"<propfind xmlns=\"DAV:\"><allprop/></propfind>trailing",
-            b"\xff\xfe",
-        ] {
-            assert!(
-                parse_propfind(bad).is_err(),
-                "{} accepted",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
 
     #[test]
     fn elements_and_escapes() {

@@ -8,6 +8,7 @@ pub mod cached;
 pub mod filo;
 pub mod group;
 pub mod hdf5;
+pub mod held;
 pub mod info;
 pub mod locks;
 pub mod names;

@@ -127,7 +127,7 @@ impl super::Tree for OverHttp {
     }
 
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        let encoded: Vec<String> = path.split('/').map(fragfs::serve::path::encode).collect();
+        let encoded: Vec<String> = path.split('/').map(fragfs::wire::path::encode).collect();
         body(self.0, &format!("/{}", encoded.join("/")))
     }
 }

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::rpc::{answer, Accept, Call, Programs};
-use super::xdr::{Reader, Writer};
 use super::*;
 use crate::view::{ArrayTree, FileTree};
+use crate::wire::rpc::{answer, Accept, Call, Programs};
+use crate::wire::xdr::{Reader, Writer};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,10 +1,10 @@
-//! ONC RPC (RFC 5531) over TCP for the NFS face: record marking, call headers, replies,
-//! and the connections themselves. A connection is read one record at a time (a record
-//! longer than [`MAX_RECORD`] closes it, so a hostile length costs nothing), runs at
-//! most [`IN_FLIGHT`] calls at once on the blocking pool (NFS clients send many READs
-//! without waiting), and writes replies as they finish. So a connection holds at most
-//! `IN_FLIGHT` replies of at most `rtmax` bytes, and a client that stops reading its
-//! replies or goes quiet for the idle timeout loses its connection.
+//! The NFS door's connections: ONC RPC records ([`crate::wire::rpc`]) read from a TCP
+//! stream one at a time (a record longer than [`MAX_RECORD`] closes the connection, so a
+//! hostile length costs nothing), at most [`IN_FLIGHT`] calls of a connection answered
+//! at once on the blocking pool (NFS clients send many READs without waiting), and
+//! replies written as they finish. So a connection holds at most `IN_FLIGHT` replies of
+//! at most `rtmax` bytes, and a client that stops reading its replies or goes quiet for
+//! the idle timeout loses its connection.
 
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 
-use super::xdr::{Garbage, Reader, Writer};
 use crate::serve::Limits;
+use crate::wire::rpc::{self, answer, Programs, Records};
 
 /// The longest call record taken: calls of a read-only server are small, and a WRITE
 /// (refused) carries at most the `wtmax` the server announces.
@@ -21,95 +21,12 @@ pub const MAX_RECORD: usize = super::WTMAX as usize + 4096;
 /// Calls of one connection running at once.
 pub const IN_FLIGHT: usize = 8;
 
-/// An RPC call's header.
-#[derive(Debug, Clone, Copy)]
-pub struct Call {
-    pub xid: u32,
-    pub prog: u32,
-    pub vers: u32,
-    pub proc_: u32,
-}
-
-/// How a call was taken (RFC 5531 `accept_stat`); `Success` results are in the writer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accept {
-    Success,
-    ProgUnavail,
-    ProgMismatch { low: u32, high: u32 },
-    ProcUnavail,
-    GarbageArgs,
-}
-
-/// What answers the calls of a connection (on the blocking pool: it may read the tree).
-pub trait Programs: Send + Sync + 'static {
-    fn call(&self, call: &Call, args: &mut Reader<'_>, out: &mut Writer) -> Accept;
-}
-
-/// Answers one call record; `None` when it is not a call at all (the connection is
-/// then closed: nothing in it can be trusted to be framed right).
-pub fn answer(programs: &dyn Programs, record: &[u8]) -> Option<Vec<u8>> {
-    let mut r = Reader::new(record);
-    let xid = r.u32().ok()?;
-    if r.u32().ok()? != 0 {
-        return None; // a REPLY sent to a server
-    }
-    let mut out = Writer::default();
-    out.u32(xid);
-    out.u32(1); // REPLY
-    let rpcvers = r.u32().ok()?;
-    if rpcvers != 2 {
-        out.u32(1); // MSG_DENIED
-        out.u32(0); // RPC_MISMATCH
-        out.u32(2);
-        out.u32(2);
-        return Some(out.buf);
-    }
-    let header = (|| -> Result<Call, Garbage> {
-        let call = Call {
-            xid,
-            prog: r.u32()?,
-            vers: r.u32()?,
-            proc_: r.u32()?,
-        };
-        // Credentials and verifier: any flavour is taken (see the module doc of
-        // `serve::nfs`: AUTH_SYS is no control), at most 400 bytes each.
-        r.u32()?;
-        r.opaque(400)?;
-        r.u32()?;
-        r.opaque(400)?;
-        Ok(call)
-    })();
-    let Ok(call) = header else {
-        return None;
-    };
-    out.u32(0); // MSG_ACCEPTED
-    out.u32(0); // verifier: AUTH_NONE
-    out.u32(0);
-    let mut results = Writer::default();
-    let accept = programs.call(&call, &mut r, &mut results);
-    match accept {
-        Accept::Success => {
-            out.u32(0);
-            out.buf.extend_from_slice(&results.buf);
-        }
-        Accept::ProgUnavail => out.u32(1),
-        Accept::ProgMismatch { low, high } => {
-            out.u32(2);
-            out.u32(low);
-            out.u32(high);
-        }
-        Accept::ProcUnavail => out.u32(3),
-        Accept::GarbageArgs => out.u32(4),
-    }
-    Some(out.buf)
-}
-
 /// Serves `programs` on every connection `listener` accepts, at most
 /// `limits.max_connections` at once, until `stop` turns true; then stops accepting,
 /// lets each connection finish the calls it runs, and returns once all are closed.
 pub async fn serve(
     listener: TcpListener,
-    programs: Arc<dyn Programs>,
+    programs: Arc<dyn Programs + Send + Sync>,
     limits: Limits,
     stop: watch::Receiver<bool>,
     counts: Arc<crate::serve::conn::Counts>,
@@ -128,7 +45,7 @@ pub async fn serve(
 
 async fn connection(
     stream: TcpStream,
-    programs: Arc<dyn Programs>,
+    programs: Arc<dyn Programs + Send + Sync>,
     limits: &Limits,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -184,7 +101,7 @@ async fn connection(
                     "a record that is no RPC call",
                 ));
             }
-            let mark = (reply.len() as u32 | 1 << 31).to_be_bytes();
+            let mark = rpc::mark(reply.len());
             let write = async {
                 wr.write_all(&mark).await?;
                 wr.write_all(&reply).await
@@ -212,20 +129,17 @@ async fn read_record(
     rd: &mut tokio::net::tcp::OwnedReadHalf,
     mut mark: u32,
 ) -> std::io::Result<Vec<u8>> {
-    let mut record = Vec::new();
+    let mut records = Records::new(MAX_RECORD);
     loop {
-        let len = (mark & !(1 << 31)) as usize;
-        if record.len() + len > MAX_RECORD {
-            return Err(std::io::Error::new(
+        let (len, last) = records.fragment(mark).map_err(|rpc::Framing::TooLong(n)| {
+            std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("a record longer than {MAX_RECORD} bytes"),
-            ));
-        }
-        let start = record.len();
-        record.resize(start + len, 0);
-        rd.read_exact(&mut record[start..]).await?;
-        if mark & 1 << 31 != 0 {
-            return Ok(record);
+                format!("a record of {n} bytes, over {MAX_RECORD}"),
+            )
+        })?;
+        rd.read_exact(records.room(len)).await?;
+        if last {
+            return Ok(records.take());
         }
         mark = rd.read_u32().await?;
     }

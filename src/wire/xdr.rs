@@ -62,6 +62,11 @@ impl<'a> Reader<'a> {
         Ok(bytes)
     }
 
+    /// What is left to read.
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.at..).unwrap_or_default()
+    }
+
     /// A string of at most `max` bytes, which must be UTF-8 (the tree's names are).
     pub fn string(&mut self, max: usize) -> Result<&'a str, Garbage> {
         std::str::from_utf8(self.opaque(max)?).map_err(|_| Garbage("a name that is not UTF-8"))
