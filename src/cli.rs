@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use fragfs::filo::{ColumnType, FormatVersion};
+use fragfs::secret::Secret;
 use fragfs::storage::s3::S3Options;
 use fragfs::view::ChunkOptions;
 
@@ -205,6 +206,8 @@ fn parse_filo_type(name: &str) -> Result<ColumnType, String> {
     })
 }
 
+// Parsed once per run: a command's size does not matter, boxing its fields would.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the virtual tree.
@@ -254,8 +257,9 @@ pub enum Command {
         /// Bound of the caches (decoded chunks, and 1/8 of it for rendered files and text
         /// indexes): bytes, or with K, M, G (powers of 1024). A result larger than its
         /// cache is kept on disk instead (unlinked files in $TMPDIR, as many bytes as
-        /// this, or that one result alone). Fragment metadata once read and the table of
-        /// inodes are kept besides, and nothing bounds them yet.
+        /// this, or that one result alone). Bounded apart: parsed fragment metadata (a
+        /// cache of 256 MiB of metadata files, least recently used out) and the inode
+        /// table (the inodes the kernel holds, plus 65,536 idle ones).
         #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
         cache_size: u64,
         /// How far the kernel reads ahead of sequential readers of the mount (set when
@@ -266,7 +270,8 @@ pub enum Command {
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
     Umount { mountpoint: PathBuf },
     /// Serve the tree a mount shows over the network, in the foreground, until
-    /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another face is named) and NFSv3.
+    /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another door is named), WebDAV,
+    /// the S3 API and NFSv3.
     /// Prints one line per face, `<face> <url>`, once it listens.
     Serve {
         #[command(flatten)]
@@ -283,9 +288,14 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         nfs: Option<std::net::SocketAddr>,
         /// Required from HTTP and WebDAV clients, as a bearer token or a basic-auth
-        /// password (any user name).
-        #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true)]
-        token: Option<String>,
+        /// password (any user name): at least 16 bytes. On a command line `ps` shows
+        /// it: prefer --token-file or FRAGFS_TOKEN.
+        #[arg(long, env = "FRAGFS_TOKEN", hide_env_values = true, value_parser = parse_secret)]
+        token: Option<Secret>,
+        /// A file holding the token (its first line end dropped), e.g. a Kubernetes
+        /// secret.
+        #[arg(long, value_name = "FILE", conflicts_with = "token")]
+        token_file: Option<PathBuf>,
         /// Serve the S3 API (one read-only bucket) on this address.
         #[arg(long = "s3", value_name = "ADDR")]
         s3_api: Option<std::net::SocketAddr>,
@@ -297,27 +307,63 @@ pub enum Command {
         /// <bucket>.<DOMAIN> (path-style requests are answered whatever the host).
         #[arg(long, value_name = "DOMAIN")]
         s3_domain: Option<String>,
-        /// The access key S3 clients sign with (SigV4); with --s3-secret-key.
-        #[arg(long, env = "FRAGFS_S3_ACCESS_KEY", requires = "s3_secret_key")]
+        /// The access key S3 clients sign with (SigV4), at least 16 bytes; with
+        /// --s3-secret-key-file (or --s3-secret-key).
+        #[arg(long, env = "FRAGFS_S3_ACCESS_KEY")]
         s3_access_key: Option<String>,
-        /// The secret key S3 clients sign with; with --s3-access-key.
+        /// The secret key S3 clients sign with, at least 16 bytes; `ps` shows a command
+        /// line: prefer --s3-secret-key-file or FRAGFS_S3_SECRET_KEY.
         #[arg(
             long,
             env = "FRAGFS_S3_SECRET_KEY",
             hide_env_values = true,
+            value_parser = parse_secret,
             requires = "s3_access_key"
         )]
-        s3_secret_key: Option<String>,
+        s3_secret_key: Option<Secret>,
+        /// A file holding the S3 secret key (its first line end dropped).
+        #[arg(
+            long,
+            value_name = "FILE",
+            conflicts_with = "s3_secret_key",
+            requires = "s3_access_key"
+        )]
+        s3_secret_key_file: Option<PathBuf>,
         /// Allow listening beyond loopback without an access control.
         #[arg(long)]
         insecure_listen: bool,
-        /// Connections served at once per face (more wait in the listen backlog).
+        /// A name clients may reach a listener without an access control by (sent as
+        /// `Host`), besides localhost, 127.0.0.1 and [::1] (and, beyond loopback, IP
+        /// addresses); others are refused (403), so a web page cannot rebind its own
+        /// name to this server. A leading `.` allows a domain and every name below it.
+        /// Repeat for more.
+        #[arg(long, value_name = "NAME")]
+        allowed_host: Vec<String>,
+        /// An origin (`https://vitessce.io`) whose web pages may read the HTTP, WebDAV
+        /// and S3 answers (CORS); `*` for every origin, which needs --token (or S3
+        /// keys). Repeat for more. Without it no CORS header is sent.
+        #[arg(long, value_name = "ORIGIN")]
+        cors_origin: Vec<String>,
+        /// Serve HTTPS on the HTTP, WebDAV and S3 addresses: the certificate chain (PEM),
+        /// with --tls-key.
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of --tls-cert (PEM).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Connections served at once, every door together (more wait in the listen
+        /// backlog).
         #[arg(long, value_name = "N", default_value_t = 1024)]
         max_connections: usize,
+        /// Connections served at once from one client address (more are closed at once,
+        /// an HTTP client first told 503).
+        #[arg(long, value_name = "N", default_value_t = 128)]
+        max_connections_per_client: usize,
         /// Threads reading the tree, and as many serving the network; default: the cores.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
-        /// Bound of the caches, as for `mount`.
+        /// Bound of the caches, as for `mount`. Apart from it, the answers in flight
+        /// hold at most 64 MiB (every door together).
         #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
         cache_size: u64,
     },
@@ -431,6 +477,10 @@ fn helper_arguments(args: &[OsString]) -> Result<Option<Vec<OsString>>, String> 
 }
 
 /// `256M`, `1G`, `65536`, `64MiB`: a byte count with an optional binary unit.
+pub fn parse_secret(text: &str) -> Result<Secret, String> {
+    Ok(Secret::new(text))
+}
+
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());

@@ -11,8 +11,9 @@ use cli::{ArrayArgs, Cli, Command};
 use fragfs::array::{parse_key, OpenOptions};
 use fragfs::fuse::MountConfig;
 use fragfs::mount::{MountRequest, Unmounted};
-use fragfs::serve::s3api::S3Face;
-use fragfs::serve::{Faces, Limits, ServeRequest};
+use fragfs::serve::s3api::S3Door;
+use fragfs::serve::tls::TlsFiles;
+use fragfs::serve::{Doors, Limits, ServeRequest};
 use fragfs::storage::diskcache::DiskCache;
 use fragfs::view::cached::CachedTree;
 use fragfs::view::{open_disk_cache, open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
@@ -87,7 +88,7 @@ fn run(command: Command) -> Result<()> {
         } => {
             let view = open(&array)?;
             let node = view.resolve(&path)?;
-            let text = fragfs::listing::list(&*view, node, &path, long, recursive)?;
+            let text = fragfs::ls::list(&*view, node, &path, long, recursive)?;
             out.write_all(text.as_bytes()).map_err(io)?;
         }
         Command::Cat { array, path } => {
@@ -181,13 +182,20 @@ fn run(command: Command) -> Result<()> {
             webdav,
             nfs,
             token,
+            token_file,
             s3_api,
             bucket,
             s3_domain,
             s3_access_key,
             s3_secret_key,
+            s3_secret_key_file,
             insecure_listen,
+            allowed_host,
+            cors_origin,
+            tls_cert,
+            tls_key,
             max_connections,
+            max_connections_per_client,
             threads,
             cache_size,
         } => {
@@ -196,6 +204,21 @@ fn run(command: Command) -> Result<()> {
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2);
             let chunk = array.chunk_options();
+            let token = match token_file {
+                Some(path) => Some(read_secret(&path, "--token-file")?),
+                None => token,
+            };
+            let s3_secret_key = match s3_secret_key_file {
+                Some(path) => Some(read_secret(&path, "--s3-secret-key-file")?),
+                None => s3_secret_key,
+            };
+            if s3_access_key.is_some() != s3_secret_key.is_some() {
+                return Err(fragfs::Error::InvalidArgument(
+                    "--s3-access-key goes with --s3-secret-key-file (or --s3-secret-key, or \
+                     FRAGFS_S3_SECRET_KEY)"
+                        .into(),
+                ));
+            }
             fragfs::serve::run(ServeRequest {
                 s3: array.s3.options(),
                 array: array.array,
@@ -204,20 +227,26 @@ fn run(command: Command) -> Result<()> {
                 cache_size,
                 disk_cache: array.disk_cache.config(),
                 threads,
-                faces: Faces {
+                doors: Doors {
                     http,
                     webdav,
                     nfs,
                     token,
                     s3: s3_api,
-                    s3_face: S3Face {
+                    s3_door: S3Door {
                         keys: s3_access_key.zip(s3_secret_key),
                         bucket,
                         domain: s3_domain,
                     },
                     insecure_listen,
+                    allowed_hosts: allowed_host,
+                    cors_origins: cors_origin,
+                    tls: tls_cert
+                        .zip(tls_key)
+                        .map(|(cert, key)| TlsFiles { cert, key }),
                     limits: Limits {
                         max_connections,
+                        max_connections_per_client,
                         ..Limits::default()
                     },
                 },
@@ -257,4 +286,12 @@ fn copy_file(view: &dyn FileTree, node: Ino, out: &mut impl Write) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// A secret from the file `path` (`--token-file`): its text without the line end an
+/// editor leaves; an error names the option and the file.
+fn read_secret(path: &std::path::Path, option: &str) -> Result<fragfs::secret::Secret> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| fragfs::Error::InvalidArgument(format!("{option} {}: {e}", path.display())))?;
+    Ok(fragfs::secret::Secret::from_file_text(&text))
 }

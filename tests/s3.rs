@@ -112,7 +112,7 @@ fn check_through_s3(
     // tree, as of the folder, both fresh (a text file's size shows once it was read). These files say where the array is: their sizes differ.
     let local = open_view(array, expected).map_err(|e| format!("open the folder: {e}"))?;
     let shown = |tree: &dyn FileTree| -> Result<Vec<String>, String> {
-        let text = fragfs::listing::list(tree, fragfs::view::ROOT, "/", true, true)
+        let text = fragfs::ls::list(tree, fragfs::view::ROOT, "/", true, true)
             .map_err(|e| format!("ls -lR: {e}"))?;
         let says_where = ["array.json", "group.json", ".zattrs", "zarr.json"];
         Ok(text

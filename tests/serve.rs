@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 
 use common::http::{body, get, raw, OverHttp};
 use common::*;
-use fragfs::serve::{Faces, Server};
+use fragfs::serve::{Doors, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
 
 fn serve(tree: Arc<dyn FileTree>, token: Option<&str>) -> Server {
-    let faces = Faces {
+    let faces = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
-        token: token.map(String::from),
-        ..Faces::default()
+        token: token.map(fragfs::secret::Secret::new),
+        ..Doors::default()
     };
     Server::start(tree, &faces, 2).unwrap()
 }
@@ -222,7 +222,8 @@ fn ranges_validators_and_conditional_requests() {
     assert_eq!(r.header("content-length"), Some(&*size.to_string()));
     assert_eq!(r.header("accept-ranges"), Some("bytes"));
     assert_eq!(r.header("content-type"), Some("application/octet-stream"));
-    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    // No CORS header unless an origin is named (`--cors-origin`).
+    assert_eq!(r.header("access-control-allow-origin"), None);
     assert!(r
         .header("last-modified")
         .is_some_and(|m| m.ends_with(" GMT")));
@@ -357,49 +358,189 @@ fn folders_list_as_html_or_json() {
     }
 }
 
+const TOKEN: &str = "a-token-of-sixteen-bytes";
+
 #[test]
-fn a_token_guards_every_request_but_the_preflight() {
+fn a_token_guards_every_request() {
     let (array, expected) = fixture("dense_basic");
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
-    let server = serve(tree, Some("s3cret"));
+    let server = serve(tree, Some(TOKEN));
     let addr = server.http_addr().unwrap();
     let r = get(addr, "GET", "/array.json", &[]);
     assert_eq!(r.status, 401);
     assert!(r.header("www-authenticate").unwrap().starts_with("Basic"));
-    assert_eq!(
-        get(
-            addr,
-            "GET",
-            "/array.json",
-            &[("Authorization", "Bearer nope")]
-        )
-        .status,
-        401
-    );
-    assert_eq!(
-        get(addr, "GET", "/", &[("Authorization", "Bearer s3cret")]).status,
-        200
-    );
-    // user:s3cret and any user name.
-    let basic = "Basic dXNlcjpzM2NyZXQ=";
-    assert_eq!(
-        get(addr, "GET", "/array.json", &[("Authorization", basic)]).status,
-        200
-    );
+    let basic = |pair: &str| {
+        use std::fmt::Write;
+        // A small base64 encoder, apart from the server's decoder.
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::from("Basic ");
+        for c in pair.as_bytes().chunks(3) {
+            let n = c.iter().fold(0u32, |a, &b| a << 8 | u32::from(b)) << (8 * (3 - c.len()));
+            for i in 0..4 {
+                if i <= c.len() {
+                    out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        let _ = write!(out, "");
+        out
+    };
+    for (auth, status) in [
+        ("Bearer nope".to_string(), 401),
+        (format!("Bearer {TOKEN}x"), 401),
+        (format!("Bearer {TOKEN}"), 200),
+        (format!("bearer {TOKEN}"), 200),
+        // Any user name; the password is the token.
+        (basic(&format!("user:{TOKEN}")), 200),
+        (basic(&format!(":{TOKEN}")), 200),
+        (basic(&format!("{TOKEN}:")), 401),
+        // `Og==`, an empty user and password: what an empty --token once let in.
+        ("Basic Og==".to_string(), 401),
+        (basic(":"), 401),
+    ] {
+        assert_eq!(
+            get(addr, "GET", "/array.json", &[("Authorization", &auth)]).status,
+            status,
+            "{auth}"
+        );
+    }
+    // Without --cors-origin a preflight is refused: a page cannot read, token or not.
     let r = get(
         addr,
         "OPTIONS",
         "/array.json",
         &[
-            ("Origin", "http://x"),
+            ("Origin", "http://app.example"),
             ("Access-Control-Request-Method", "GET"),
         ],
     );
-    assert_eq!(r.status, 204);
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+}
+
+/// A server on loopback answers only its own names as `Host` (a page that rebinds its
+/// name to 127.0.0.1 is refused), and CORS headers go only to the origins named.
+#[test]
+fn browsers_get_in_only_by_the_servers_names_and_named_origins() {
+    let (array, expected) = fixture("dense_basic");
+    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
+    let start = |doors: Doors| Server::start(tree.clone(), &doors, 2);
+    let http = || Doors {
+        http: Some("127.0.0.1:0".parse().unwrap()),
+        ..Doors::default()
+    };
+    let server = start(http()).unwrap();
+    let addr = server.http_addr().unwrap();
+    let host = |h: &str| {
+        raw(
+            addr,
+            format!("GET /array.json HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+            false,
+        )
+        .status
+    };
+    let port = addr.port();
+    for own in [
+        "localhost".to_string(),
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "127.0.0.1".to_string(),
+        format!("[::1]:{port}"),
+    ] {
+        assert_eq!(host(&own), 200, "Host {own}");
+    }
+    // DNS rebinding: the attacker's name, resolving to 127.0.0.1.
+    for foreign in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        "localhost.evil.example".to_string(),
+        "192.168.1.5".to_string(),
+    ] {
+        assert_eq!(host(&foreign), 403, "Host {foreign}");
+    }
+    // A cross-origin read: no CORS header, so the browser keeps the answer from the
+    // page; a preflight is refused.
+    let page = [("Origin", "https://vitessce.io")];
+    let r = get(addr, "GET", "/array.json", &page);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    drop(server);
+
+    // Named: that origin reads, another does not; a name allowed reaches it.
+    let server = start(Doors {
+        cors_origins: vec!["https://vitessce.io".into()],
+        allowed_hosts: vec!["notebook.lab".into()],
+        ..http()
+    })
+    .unwrap();
+    let addr = server.http_addr().unwrap();
+    let r = get(addr, "GET", "/array.json", &page);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://vitessce.io")
+    );
+    assert!(r.header("vary").is_some_and(|v| v.contains("Origin")));
     assert!(r
+        .header("access-control-expose-headers")
+        .is_some_and(|h| h.contains("Content-Range") && h.contains("ETag")));
+    let r = get(
+        addr,
+        "GET",
+        "/array.json",
+        &[("Origin", "https://evil.example")],
+    );
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let pre = get(
+        addr,
+        "OPTIONS",
+        "/latest/a/values.bin",
+        &[
+            ("Origin", "https://vitessce.io"),
+            ("Access-Control-Request-Method", "GET"),
+            ("Access-Control-Request-Headers", "range"),
+        ],
+    );
+    assert_eq!(pre.status, 204);
+    assert_eq!(
+        pre.header("access-control-allow-origin"),
+        Some("https://vitessce.io")
+    );
+    assert!(pre
         .header("access-control-allow-headers")
-        .unwrap()
-        .contains("Range"));
+        .is_some_and(|h| h.contains("Range")));
+    let r = raw(
+        addr,
+        b"GET /array.json HTTP/1.1\r\nHost: notebook.lab\r\nConnection: close\r\n\r\n",
+        false,
+    );
+    assert_eq!(r.status, 200);
+    drop(server);
+
+    // Every origin (`*`) needs a token: refused without, served with.
+    let open = start(Doors {
+        cors_origins: vec!["*".into()],
+        ..http()
+    });
+    assert!(open.is_err(), "--cors-origin '*' without a token");
+    let server = start(Doors {
+        cors_origins: vec!["*".into()],
+        token: Some(fragfs::secret::Secret::new(TOKEN)),
+        ..http()
+    })
+    .unwrap();
+    let addr = server.http_addr().unwrap();
+    let auth = format!("Bearer {TOKEN}");
+    let r = get(
+        addr,
+        "GET",
+        "/array.json",
+        &[("Origin", "https://any.example"), ("Authorization", &auth)],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
 }
 
 #[test]
@@ -428,28 +569,47 @@ fn bad_and_hostile_requests_get_errors_and_others_are_still_served() {
     // A request body is refused (and its connection closed).
     let r = raw(
         addr,
-        b"GET /array.json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        b"GET /array.json HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello",
         false,
     );
     assert_eq!(r.status, 413);
     // Garbage, and a head larger than the bound.
     assert_eq!(raw(addr, b"\x01\x02 nonsense\r\n\r\n", false).status, 400);
     let huge = format!(
-        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
         "a".repeat(64 << 10)
     );
     assert_eq!(raw(addr, huge.as_bytes(), false).status, 431);
 
-    // 1,000 idle connections, and a client that stops reading a large response: the
-    // others are still served.
+    // 1,000 idle connections from one address: it gets its share (128) and the rest
+    // are closed at once with a 503; other clients are still served.
     let idle: Vec<TcpStream> = (0..1000)
         .map(|_| TcpStream::connect(addr).unwrap())
         .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while server.refused() < 1000 - 128 {
+        assert!(Instant::now() < deadline, "{} refused", server.refused());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(server.refused(), 1000 - 128);
+    // Accepted in order: the last ones were refused, and told why.
+    let mut last = idle.last().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let mut told = String::new();
+    let _ = last.read_to_string(&mut told);
+    assert!(told.starts_with("HTTP/1.1 503"), "{told:?}");
+    let other = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let ok = || {
+        let r = common::http::get_from(other, addr, "GET", "/array.json", &[]);
+        assert_eq!(r.status, 200);
+        r.body
+    };
     let big = tree.resolve("latest/cells.csv").unwrap();
     let big_size = read_all(&*tree, big).unwrap().len();
-    let mut stalled = TcpStream::connect(addr).unwrap();
+    let mut stalled = common::http::connect_from(other, addr);
     stalled
-        .write_all(b"GET /latest/cells.csv HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /latest/cells.csv HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let mut first = [0u8; 16];
     stalled.read_exact(&mut first).unwrap();
@@ -619,7 +779,7 @@ fn clients_that_stop_reading_cost_the_server_a_chunk_each() {
     let mut stalled = Vec::new();
     for _ in 0..40 {
         let mut s = TcpStream::connect(addr).unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
             .unwrap();
         let mut first = [0u8; 12];
         s.read_exact(&mut first).unwrap();
@@ -656,14 +816,14 @@ fn a_group_is_served_as_mounted() {
 fn idle_and_stalled_connections_are_closed() {
     let (array, expected) = fixture("dense_2d");
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
-    let faces = Faces {
+    let faces = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         limits: fragfs::serve::Limits {
             header_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(1),
             ..Default::default()
         },
-        ..Faces::default()
+        ..Doors::default()
     };
     let server = Server::start(tree.clone(), &faces, 2).unwrap();
     let addr = server.http_addr().unwrap();
@@ -694,7 +854,7 @@ fn idle_and_stalled_connections_are_closed() {
         .len();
     let n = (32 << 20) / size + 1;
     let mut stalled = TcpStream::connect(addr).unwrap();
-    let request = "GET /latest/cells.csv HTTP/1.1\r\nHost: x\r\n\r\n".repeat(n);
+    let request = "GET /latest/cells.csv HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(n);
     stalled.write_all(request.as_bytes()).unwrap();
     while server.accepted() < 2 {
         std::thread::sleep(Duration::from_millis(10));

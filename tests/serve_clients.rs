@@ -12,14 +12,14 @@ use std::sync::Arc;
 
 use common::http::get;
 use common::*;
-use fragfs::serve::{Faces, Server};
+use fragfs::serve::{Doors, Server};
 use fragfs::view::FileTree;
 use serde_json::json;
 
 fn serve(tree: Arc<dyn FileTree>) -> Server {
-    let faces = Faces {
+    let faces = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
-        ..Faces::default()
+        ..Doors::default()
     };
     Server::start(tree, &faces, 2).unwrap()
 }

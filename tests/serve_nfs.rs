@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use common::nfs::{Args, Client, OverNfs, NFS, OK, ROFS};
 use common::*;
-use fragfs::serve::{Faces, Server};
+use fragfs::serve::{Doors, Server};
 use fragfs::view::FileTree;
 
 fn serve(tree: Arc<dyn FileTree>) -> Server {
-    let faces = Faces {
+    let faces = Doors {
         nfs: Some("127.0.0.1:0".parse().unwrap()),
-        ..Faces::default()
+        ..Doors::default()
     };
     Server::start(tree, &faces, 2).unwrap()
 }
@@ -484,20 +484,20 @@ fn plain_readdir_pages_through_a_folder() {
 
 #[test]
 fn nfs_beyond_loopback_needs_insecure_listen() {
-    let mut faces = Faces {
+    let mut doors = Doors {
         nfs: Some("0.0.0.0:2049".parse().unwrap()),
-        ..Faces::default()
+        ..Doors::default()
     };
-    let e = faces.check_access().unwrap_err().to_string();
+    let e = doors.check_access().unwrap_err().to_string();
     assert!(e.contains("--insecure-listen"), "{e}");
-    faces.token = Some("a token".into());
+    doors.token = Some(fragfs::secret::Secret::new("a token of 16 bytes or more"));
     assert!(
-        faces.check_access().is_err(),
+        doors.check_access().is_err(),
         "a token guards HTTP, not NFS"
     );
-    faces.insecure_listen = true;
-    assert!(faces.check_access().is_ok());
-    faces.insecure_listen = false;
-    faces.nfs = Some("127.0.0.1:2049".parse().unwrap());
-    assert!(faces.check_access().is_ok());
+    doors.insecure_listen = true;
+    assert!(doors.check_access().is_ok());
+    doors.insecure_listen = false;
+    doors.nfs = Some("127.0.0.1:2049".parse().unwrap());
+    assert!(doors.check_access().is_ok());
 }

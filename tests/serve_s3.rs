@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use common::http::{get, raw, Reply};
 use common::*;
-use fragfs::serve::s3api::S3Face;
-use fragfs::serve::{Faces, Server};
+use fragfs::serve::s3api::S3Door;
+use fragfs::serve::{Doors, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
 use fragfs::wire::path::encode;
 
@@ -26,15 +26,15 @@ const SECRET: &str = "fragfs-serve-secret";
 
 /// Both faces over `tree`: S3 (anonymous, or signed with `keys`) and HTTP.
 fn serve(tree: Arc<dyn FileTree>, keys: bool) -> (Server, SocketAddr, String, SocketAddr) {
-    let faces = Faces {
+    let faces = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         s3: Some("127.0.0.1:0".parse().unwrap()),
-        s3_face: S3Face {
-            keys: keys.then(|| (ACCESS.into(), SECRET.into())),
+        s3_door: S3Door {
+            keys: keys.then(|| (ACCESS.into(), fragfs::secret::Secret::new(SECRET))),
             bucket: None,
             domain: None,
         },
-        ..Faces::default()
+        ..Doors::default()
     };
     let server = Server::start(tree, &faces, 2).unwrap();
     let (s3, bucket) = server.s3_addr().unwrap();
@@ -609,8 +609,8 @@ fn writes_are_denied_and_hostile_requests_get_errors_while_others_are_served() {
     );
     // Malformed requests.
     for bad in [
-        &b"GET /%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"[..],
-        b"GET /dense-basic/array.json HTTP/1.1\r\nHost: x\r\nRange: bytes=zz\r\nConnection: close\r\n\r\n",
+        &b"GET /%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"[..],
+        b"GET /dense-basic/array.json HTTP/1.1\r\nHost: localhost\r\nRange: bytes=zz\r\nConnection: close\r\n\r\n",
         b"NONSENSE\r\n\r\n",
     ] {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -632,7 +632,7 @@ fn writes_are_denied_and_hostile_requests_get_errors_while_others_are_served() {
     let mut s = TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "GET /{bucket}/latest/cells.csv HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /{bucket}/latest/cells.csv HTTP/1.1\r\nHost: localhost\r\n\r\n"
     )
     .unwrap();
     let mut some = [0u8; 100];

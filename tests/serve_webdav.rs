@@ -16,18 +16,18 @@ use std::time::Duration;
 
 use common::http::{get, raw, read_reply, Reply};
 use common::*;
-use fragfs::serve::{Faces, Server};
+use fragfs::serve::{Doors, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
 use fragfs::wire::path::{decode, encode};
 use quick_xml::events::Event;
 use quick_xml::NsReader;
 
 fn serve(tree: Arc<dyn FileTree>, token: Option<&str>, http: bool) -> Server {
-    let faces = Faces {
+    let faces = Doors {
         http: http.then(|| "127.0.0.1:0".parse().unwrap()),
         webdav: Some("127.0.0.1:0".parse().unwrap()),
-        token: token.map(String::from),
-        ..Faces::default()
+        token: token.map(fragfs::secret::Secret::new),
+        ..Doors::default()
     };
     Server::start(tree, &faces, 2).unwrap()
 }
@@ -447,7 +447,7 @@ fn writes_locks_and_bad_requests_are_refused_and_others_still_served() {
         ("SEARCH", 405, "\r\n"),
     ] {
         let req = format!(
-            "{method} /latest/cells.csv HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}"
+            "{method} /latest/cells.csv HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}"
         );
         let r = raw(addr, req.as_bytes(), false);
         assert_eq!(r.status, status, "{method}");
@@ -488,14 +488,14 @@ fn writes_locks_and_bad_requests_are_refused_and_others_still_served() {
     // the bound when chunked.
     let r = raw(
         addr,
-        b"PROPFIND / HTTP/1.1\r\nHost: x\r\nDepth: 1\r\nContent-Length: 100000000\r\n\r\n",
+        b"PROPFIND / HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\nContent-Length: 100000000\r\n\r\n",
         false,
     );
     assert_eq!(r.status, 413);
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     s.write_all(
-        b"PROPFIND / HTTP/1.1\r\nHost: x\r\nDepth: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"PROPFIND / HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
     )
     .unwrap();
     let chunk = format!("{:x}\r\n{}\r\n", 8192, " ".repeat(8192));
@@ -511,12 +511,14 @@ fn writes_locks_and_bad_requests_are_refused_and_others_still_served() {
 
     // A client that sends half a body and goes away.
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(b"PROPFIND / HTTP/1.1\r\nHost: x\r\nDepth: 1\r\nContent-Length: 100\r\n\r\n<propf")
-        .unwrap();
+    s.write_all(
+        b"PROPFIND / HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\nContent-Length: 100\r\n\r\n<propf",
+    )
+    .unwrap();
     drop(s);
     // And one that stops reading a long listing after its first bytes.
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(b"PROPFIND /fragments/ HTTP/1.1\r\nHost: x\r\nDepth: 1\r\n\r\n")
+    s.write_all(b"PROPFIND /fragments/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n")
         .unwrap();
     let mut first = [0u8; 16];
     s.read_exact(&mut first).unwrap();
@@ -552,7 +554,7 @@ fn a_token_is_the_basic_auth_password() {
     // Writes without the token: 401 first, never a write.
     let r = raw(
         addr,
-        b"DELETE /array.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"DELETE /array.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
         false,
     );
     assert_eq!(r.status, 401);

@@ -24,10 +24,19 @@ pub use fragment::{Fragment, FragmentId};
 pub use liveness::Ignored;
 
 /// Options that change how an array is read.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct OpenOptions {
     /// AES-256-GCM key for encrypted arrays.
     pub key: Option<[u8; 32]>,
+}
+
+/// Says whether a key is given, never the key.
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("key", &self.key.map(|_| "redacted"))
+            .finish()
+    }
 }
 
 /// Parses a user-supplied key: exactly 32 bytes of text (as TileDB takes it) or 64 hex

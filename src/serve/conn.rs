@@ -1,49 +1,89 @@
-//! Connections of the hyper-based faces (HTTP, the S3 API, WebDAV): accepted within a
-//! bound, timed out when a client stops sending or reading, and closed gracefully when
-//! the server stops. A slow or hostile client costs one connection slot and a few
-//! kilobytes, never a thread, and never holds more than one body chunk in memory
-//! (hyper asks the body for its next chunk only once the socket took the last one).
+//! Connections of every door: accepted within one bound for the whole server and one per
+//! client address, timed out when a client stops sending or reading, and closed
+//! gracefully when the server stops. For the hyper-based doors (HTTP, the S3 API,
+//! WebDAV) also TLS, and the rules every request meets before a door sees it: the
+//! `Host` rule, CORS preflights and headers ([`super::origin`]). A slow or hostile
+//! client costs one connection slot and a few kilobytes, never a thread; the bytes of
+//! the answers in flight are bounded by [`super::budget`].
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::body::{Body, Incoming};
+use hyper::header::{self, HeaderValue};
 use hyper::service::Service;
-use hyper::{Request, Response};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+
+use super::origin::Rules;
 
 /// What one server allows its clients.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections served at once (per face); more wait in the listen backlog.
+    /// Connections served at once, every door together; more wait in the listen
+    /// backlog.
     pub max_connections: usize,
+    /// Connections served at once from one client address; more are closed at once
+    /// (an HTTP door first answers 503), so one client cannot take every slot.
+    pub max_connections_per_client: usize,
     /// Bytes of a request's head (request line and headers); more answers 431.
     pub header_bytes: usize,
-    /// Time a client has to send a request's head once its connection is open or idle.
+    /// Time a client has to send a request's head (and finish a TLS handshake) once its
+    /// connection is open or idle.
     pub header_timeout: Duration,
     /// Time without a byte moving either way (a client that stops reading a body, or
     /// stays idle between requests) before the connection is closed.
     pub idle_timeout: Duration,
+    /// Time a request waits for a text file to be rendered to learn its size (in the
+    /// sizing pool, [`super::sizing`]) before it is answered "try again later".
+    pub sizing_deadline: Duration,
+    /// Bytes the answers of every door hold in memory at once ([`super::budget`]).
+    pub answer_memory: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 1024,
+            max_connections_per_client: 128,
             header_bytes: 16 << 10,
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
+            sizing_deadline: Duration::from_secs(30),
+            answer_memory: super::budget::DEFAULT_BYTES,
         }
     }
+}
+
+/// The address of the client a request came from (in the request's extensions), for
+/// the doors' log lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Client(pub SocketAddr);
+
+/// A body the connection layer can answer with by itself (a refusal, a preflight).
+pub trait Plain: Sized {
+    fn plain(text: &str) -> Self;
+}
+
+/// One hyper-based door as the connections see it.
+pub struct Door {
+    /// For log lines: `http`, `webdav`, `s3`.
+    pub name: &'static str,
+    pub rules: Arc<Rules>,
+    /// The methods a CORS preflight may be told.
+    pub methods: &'static str,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Serves `service` on every connection `listener` accepts until `stop` turns true;
@@ -52,36 +92,60 @@ impl Default for Limits {
 pub async fn serve<S, B>(
     listener: TcpListener,
     service: S,
+    door: Door,
     limits: Limits,
+    slots: Arc<Slots>,
     stop: watch::Receiver<bool>,
-    face: &'static str,
     counts: Arc<Counts>,
 ) where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: Body + Send + 'static,
+    B: Body + Plain + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let idle = limits.idle_timeout;
     let header_timeout = limits.header_timeout;
     let header_bytes = limits.header_bytes;
+    let door = Arc::new(door);
+    let name = door.name;
     accept(
         listener,
-        &limits,
+        slots,
         stop,
-        face,
+        name,
         counts,
         move |stream, peer, mut stop| {
-            let service = service.clone();
+            let (service, guarded) = (service.clone(), door.clone());
+            let service = hyper::service::service_fn(move |req| {
+                guard(service.clone(), guarded.clone(), peer, req)
+            });
+            let tls = door.tls.clone();
             async move {
-                let io = TokioIo::new(Watchdog::new(stream, idle));
                 let mut builder = hyper::server::conn::http1::Builder::new();
                 builder
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_timeout)
                     .max_buf_size(header_bytes.max(8192));
+                let stream: Box<dyn Stream> = match tls {
+                    None => Box::new(stream),
+                    Some(tls) => {
+                        let handshake = tokio::time::timeout(header_timeout, tls.accept(stream));
+                        match handshake.await {
+                            Ok(Ok(s)) => Box::new(s),
+                            Ok(Err(e)) => {
+                                log::debug!("{name}: TLS handshake with {peer}: {e}");
+                                return;
+                            }
+                            Err(_) => {
+                                log::debug!("{name}: TLS handshake with {peer}: timed out");
+                                return;
+                            }
+                        }
+                    }
+                };
+                let io = TokioIo::new(Watchdog::new(stream, idle));
                 let conn = builder.serve_connection(io, service);
                 tokio::pin!(conn);
                 let result = tokio::select! {
@@ -92,7 +156,7 @@ pub async fn serve<S, B>(
                     }
                 };
                 if let Err(e) = result {
-                    log::debug!("{face}: connection from {peer}: {e}");
+                    log::debug!("{name}: connection from {peer}: {e}");
                 }
             }
         },
@@ -100,26 +164,158 @@ pub async fn serve<S, B>(
     .await;
 }
 
-/// The accept loop every face shares: at most `limits.max_connections` connections at
-/// once (more wait in the listen backlog), each counted in `counts` and served by
-/// `handle` on a task of its own, until `stop` turns true; then stops accepting and
-/// returns once every connection has ended (the caller bounds how long it waits).
+/// A connection's byte stream: a TCP socket, or TLS over one.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// One request through the rules every request of `door` meets before `service`
+/// sees it: a `Host` that is not one of the server's names is refused (403, one log
+/// line), a CORS preflight is answered here, and an answer carries CORS headers only
+/// for an origin that may read it. The client's address goes into the request's
+/// extensions ([`Client`]).
+async fn guard<S, B>(
+    service: S,
+    door: Arc<Door>,
+    peer: SocketAddr,
+    mut req: Request<Incoming>,
+) -> Result<Response<B>, S::Error>
+where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    B: Plain,
+{
+    if let Err(wrong) = door.rules.check_host(req.headers()) {
+        log::warn!(
+            "{}: refused {} {} from {peer}: Host {:?} is not a name of this server (a DNS \
+             rebinding page, or a name to allow with --allowed-host)",
+            door.name,
+            req.method(),
+            req.uri().path(),
+            wrong.0
+        );
+        return Ok(plain(
+            StatusCode::FORBIDDEN,
+            "this Host is not a name of this server (see --allowed-host)\n",
+        ));
+    }
+    if Rules::is_preflight(req.method(), req.headers()) {
+        return Ok(match door.rules.preflight(req.headers(), door.methods) {
+            Some(headers) => {
+                let mut r = plain(StatusCode::NO_CONTENT, "");
+                r.headers_mut().extend(headers);
+                r
+            }
+            None => plain(
+                StatusCode::FORBIDDEN,
+                "this origin may not read this server's answers (see --cors-origin)\n",
+            ),
+        });
+    }
+    let origin = req.headers().get(header::ORIGIN).cloned();
+    req.extensions_mut().insert(Client(peer));
+    let mut response = service.call(req).await?;
+    if let Some(origin) = origin {
+        let mut asked = hyper::HeaderMap::new();
+        asked.insert(header::ORIGIN, origin);
+        door.rules.cors(&asked, response.headers_mut());
+    }
+    Ok(response)
+}
+
+fn plain<B: Plain>(status: StatusCode, text: &str) -> Response<B> {
+    let mut r = Response::new(B::plain(text));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(text.len()));
+    if !text.is_empty() {
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+    }
+    r
+}
+
+/// The connection slots of one server: [`Limits::max_connections`] for every door
+/// together, [`Limits::max_connections_per_client`] per client address.
+pub struct Slots {
+    all: Arc<Semaphore>,
+    per_client: Mutex<HashMap<IpAddr, usize>>,
+    per_client_max: usize,
+}
+
+impl Slots {
+    pub fn new(limits: &Limits) -> Slots {
+        Slots {
+            all: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+            per_client: Mutex::default(),
+            per_client_max: limits.max_connections_per_client.max(1),
+        }
+    }
+
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        self.per_client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A slot for one more connection of `client`, or `None` when it has all its own.
+    fn take_client(self: &Arc<Slots>, client: IpAddr) -> Option<ClientSlot> {
+        let mut clients = self.clients();
+        let n = clients.entry(client).or_insert(0);
+        if *n >= self.per_client_max {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            slots: self.clone(),
+            client,
+        })
+    }
+}
+
+/// One connection of a client, counted while it lives.
+struct ClientSlot {
+    slots: Arc<Slots>,
+    client: IpAddr,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut clients = self.slots.clients();
+        if let Some(n) = clients.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                clients.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// The answer a hyper door's client gets when its address holds all its connections:
+/// written as the connection is closed, so the client knows why.
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\
+Retry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: 39\r\n\r\n\
+too many connections from this address\n";
+
+/// The accept loop every door shares: a slot of `slots` for each connection (more wait
+/// in the listen backlog; one more than a client's share is closed at once), each
+/// counted in `counts` and served by `handle` on a task of its own, until `stop` turns
+/// true; then stops accepting and returns once every connection has ended (the caller
+/// bounds how long it waits).
 pub async fn accept<H, F>(
     listener: TcpListener,
-    limits: &Limits,
+    slots: Arc<Slots>,
     mut stop: watch::Receiver<bool>,
-    face: &'static str,
+    door: &'static str,
     counts: Arc<Counts>,
     handle: H,
 ) where
-    H: Fn(TcpStream, std::net::SocketAddr, watch::Receiver<bool>) -> F,
+    H: Fn(TcpStream, SocketAddr, watch::Receiver<bool>) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     loop {
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p {
+        let permit: OwnedSemaphorePermit = tokio::select! {
+            p = slots.all.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => break,
             },
@@ -130,19 +326,29 @@ pub async fn accept<H, F>(
                 Ok(a) => a,
                 Err(e) => {
                     // EMFILE and the like: wait a little rather than spin.
-                    log::warn!("{face}: accept: {e}");
+                    log::warn!("{door}: accept: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
             _ = stop.changed() => break,
         };
+        let Some(client) = slots.take_client(peer.ip()) else {
+            log::debug!("{door}: {peer} holds all its connections: closed");
+            if door != "nfs" {
+                // Best effort: a client whose socket buffer is full just sees the close.
+                let _ = stream.try_write(TOO_MANY);
+            }
+            counts.refused.fetch_add(1, Ordering::Relaxed);
+            drop(permit);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let open = Open::count(&counts);
         let connection = handle(stream, peer, stop.clone());
         tasks.spawn(async move {
             let _open = open;
-            let _permit = permit;
+            let _slots = (permit, client);
             connection.await;
         });
         // Reap finished connections so the set does not grow with every one served.
@@ -152,14 +358,16 @@ pub async fn accept<H, F>(
     while tasks.join_next().await.is_some() {}
 }
 
-/// Connections of a server: open now, and accepted since it started.
+/// Connections of a server: open now, accepted since it started, and refused because
+/// their client held all its own.
 #[derive(Debug, Default)]
 pub struct Counts {
     pub open: AtomicUsize,
     pub accepted: AtomicUsize,
+    pub refused: AtomicUsize,
 }
 
-/// One open connection, counted while it lives (every face's connections).
+/// One open connection, counted while it lives (every door's connections).
 pub struct Open(Arc<Counts>);
 
 impl Open {
@@ -176,17 +384,17 @@ impl Drop for Open {
     }
 }
 
-/// A socket that fails with `TimedOut` once no byte moved for `timeout` while someone
+/// A stream that fails with `TimedOut` once no byte moved for `timeout` while someone
 /// waits on it: a client that stops reading a response (its window full) or sends
 /// nothing more loses its connection instead of holding it forever.
-pub struct Watchdog {
-    inner: TcpStream,
+pub struct Watchdog<S> {
+    inner: S,
     timeout: Duration,
     deadline: Pin<Box<Sleep>>,
 }
 
-impl Watchdog {
-    pub fn new(inner: TcpStream, timeout: Duration) -> Watchdog {
+impl<S> Watchdog<S> {
+    pub fn new(inner: S, timeout: Duration) -> Watchdog<S> {
         Watchdog {
             inner,
             timeout,
@@ -213,7 +421,7 @@ impl Watchdog {
     }
 }
 
-impl AsyncRead for Watchdog {
+impl<S: AsyncRead + Unpin> AsyncRead for Watchdog<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -225,7 +433,7 @@ impl AsyncRead for Watchdog {
     }
 }
 
-impl AsyncWrite for Watchdog {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watchdog<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, StreamBody};
 use hyper::body::Frame;
 
+use super::budget::{Budget, Share};
 use crate::error::Result;
 use crate::view::held::Held;
 use crate::view::prefetch::{Prefetcher, READ_AHEAD};
@@ -61,36 +62,33 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
 /// array's files cached, 0.43 s with four and 0.39 s with six (twelve rounds; eight
 /// gained nothing more).
 const DEPTH: usize = 6;
-/// Beyond its first chunk in flight, which every response has, a response reads ahead
-/// only with a share of this budget (in chunks: 32 MiB), held until the client took the
-/// bytes: a few fast clients read ahead, while a thousand slow ones cost no more than
-/// their one chunk each.
-static AHEAD_BUDGET: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(64);
-
 /// The body of a file from `start` to `end` (to its end when `None`), `first` already
-/// read by [`first_chunk`], as the chunks that follow it: read on the blocking
-/// pool up to [`DEPTH`] at a time and only as the connection takes them, with `ahead`
-/// asked to prepare the bytes up to [`READ_AHEAD`] beyond the chunk read (as
-/// [`first_chunk`] did for the first). In order; the first failure or short read
-/// ends it.
+/// read by [`first_chunk`], as the chunks that follow it: read on the blocking pool up
+/// to [`DEPTH`] at a time and only as the connection takes them, each with its bytes'
+/// share of `budget` (the next read waits for one when none is free; read-ahead beyond
+/// it is only taken while shares are free), with `ahead` asked to prepare the bytes up
+/// to [`READ_AHEAD`] beyond the chunk read (as [`first_chunk`] did for the first). In
+/// order; the first failure or short read ends it.
 pub fn chunks(
     held: Arc<Held>,
     ahead: Option<Arc<Prefetcher>>,
+    budget: Arc<Budget>,
     shown: String,
     start: u64,
     end: Option<u64>,
-    first: Vec<u8>,
+    first: Bytes,
 ) -> impl futures::Stream<Item = io::Result<Bytes>> + Send + 'static {
     let ended = first.is_empty() || end.is_none() && (first.len() as u64) < CHUNK;
     let reads = Reads {
         held,
         ahead,
+        budget,
         next: start + first.len() as u64,
         ahead_until: first_window(start, end).1,
         end,
         queue: std::collections::VecDeque::new(),
     };
-    let first = futures::stream::once(async move { Ok::<_, io::Error>(Bytes::from(first)) });
+    let first = futures::stream::once(async move { Ok::<_, io::Error>(first) });
     let rest = futures::stream::unfold((reads, ended), move |(mut reads, ended)| {
         let shown = shown.clone();
         async move {
@@ -98,6 +96,15 @@ pub fn chunks(
                 return None;
             }
             reads.top_up();
+            if reads.queue.is_empty() && !reads.done() {
+                // Every share is held (by clients slower than this one): wait for one.
+                let Some(share) = reads.budget.take(CHUNK as usize).await else {
+                    log::warn!("serve: /{shown}: no memory for its next chunk in time: cut");
+                    let e = io::Error::other("the server's memory budget stayed spent");
+                    return Some((Err(e), (reads, true)));
+                };
+                reads.start(share);
+            }
             let (at, want, read) = reads.queue.pop_front()?;
             let (item, ended) = match read.await {
                 Ok(Ok(bytes)) => {
@@ -159,6 +166,7 @@ fn next_window(ahead_until: u64, at: u64, end: u64) -> Option<(u64, u64)> {
 struct Reads {
     held: Arc<Held>,
     ahead: Option<Arc<Prefetcher>>,
+    budget: Arc<Budget>,
     /// Where the next read starts.
     next: u64,
     /// End of what `ahead` was asked to prepare.
@@ -168,30 +176,26 @@ struct Reads {
 }
 
 impl Reads {
-    /// Starts reads until [`DEPTH`] are in flight, or the budget says no (one always
-    /// is, unless the body is all read).
+    /// Whether every read of the body was started.
+    fn done(&self) -> bool {
+        self.end.is_some_and(|e| self.next >= e)
+    }
+
+    /// Starts reads until [`DEPTH`] are in flight, or no share of the budget is free.
     fn top_up(&mut self) {
-        while self.queue.len() < DEPTH {
-            let budget = if self.queue.is_empty() {
-                None
-            } else {
-                match AHEAD_BUDGET.try_acquire() {
-                    Ok(permit) => Some(permit),
-                    Err(_) => return,
-                }
-            };
-            if !self.start(budget) {
-                return;
+        while self.queue.len() < DEPTH && !self.done() {
+            match self.budget.try_take(CHUNK as usize) {
+                Some(share) => self.start(share),
+                None => return,
             }
         }
     }
 
-    /// Starts the next read, `budget` held by its bytes until they are sent; false at
-    /// the end of the body.
-    fn start(&mut self, budget: Option<tokio::sync::SemaphorePermit<'static>>) -> bool {
+    /// Starts the next read, `share` held by its bytes until they are sent.
+    fn start(&mut self, share: Share) {
         let at = self.next;
         let want = match self.end {
-            Some(e) if at >= e => return false,
+            Some(e) if at >= e => return,
             Some(e) => (e - at).min(CHUNK),
             None => CHUNK,
         };
@@ -202,29 +206,19 @@ impl Reads {
             }
         }
         let held = self.held.clone();
-        let read = tokio::task::spawn_blocking(move || read_chunk(&held, at, want, budget));
+        let read = tokio::task::spawn_blocking(move || read_chunk(&held, at, want, share));
         self.queue.push_back((at, want, read));
         self.next = at + want;
-        true
     }
 }
 
 /// Bytes `[at, at + want)` of the held file, read into a spare chunk buffer that goes
-/// back to [`SPARE`] (and `budget` to [`AHEAD_BUDGET`]) when the connection has sent
-/// them.
-fn read_chunk(
-    held: &Held,
-    at: u64,
-    want: u64,
-    budget: Option<tokio::sync::SemaphorePermit<'static>>,
-) -> Result<Bytes> {
+/// back to [`SPARE`] (and `share` to the budget) when the connection has sent them.
+fn read_chunk(held: &Held, at: u64, want: u64, share: Share) -> Result<Bytes> {
     let buf = lock_spare()
         .pop()
         .unwrap_or_else(|| Vec::with_capacity(CHUNK as usize));
-    let mut chunk = Chunk {
-        buf,
-        _budget: budget,
-    };
+    let mut chunk = Chunk { buf, _share: share };
     held.tree.read_into(held.ino, at, want, &mut chunk.buf)?;
     Ok(Bytes::from_owner(chunk))
 }
@@ -245,7 +239,7 @@ fn lock_spare() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
 /// The bytes of one chunk of a body, lent to the connection until it has sent them.
 struct Chunk {
     buf: Vec<u8>,
-    _budget: Option<tokio::sync::SemaphorePermit<'static>>,
+    _share: Share,
 }
 
 impl AsRef<[u8]> for Chunk {
@@ -280,15 +274,14 @@ pub fn first_chunk(
     ahead: Option<&Prefetcher>,
     start: u64,
     end: Option<u64>,
-) -> Result<Vec<u8>> {
+    share: Share,
+) -> Result<Bytes> {
     let (from, to) = first_window(start, end);
     if let (Some(ahead), true) = (ahead, to > from) {
         ahead.hint(held.ino, from, to - from);
     }
     let want = end.map_or(CHUNK, |e| (e - start).min(CHUNK));
-    let mut buf = Vec::new();
-    held.tree.read_into(held.ino, start, want, &mut buf)?;
-    Ok(buf)
+    read_chunk(held, start, want, share)
 }
 
 /// The media type of a file of the tree, by its name.

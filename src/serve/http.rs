@@ -1,10 +1,12 @@
-//! The HTTP face: `GET`/`HEAD` of every file of the tree with a single `Range`, strong
-//! validators and CORS, and folders as an HTML or JSON listing.
+//! The HTTP door: `GET`/`HEAD` of every file of the tree with a single `Range` and
+//! strong validators, and folders as an HTML or JSON listing. (The `Host` rule and
+//! CORS are the connection's: [`super::conn`], [`super::origin`].)
 //!
 //! Everything that touches the tree (lookups, stats, reads) runs on the blocking pool:
 //! the tree decodes and may wait on storage. A body is read one chunk at a time, the
-//! next only when the socket took the last ([`crate::serve::conn`]), so a response costs
-//! at most one chunk of memory whatever the file's size.
+//! next only when the socket took the last, each chunk within the server's memory
+//! budget ([`super::budget`]). A text file whose size must be known (a `HEAD`, a range)
+//! is sized in the sizing pool ([`super::sizing`]), never on these threads.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,21 +17,31 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::file::{body, chunks, content_type, etag, first_chunk, http_date, Body};
+use super::budget::{Budget, Share};
+use super::file::{body, chunks, content_type, etag, first_chunk, http_date, Body, CHUNK};
 use super::listing;
+use super::sizing::{Sizing, Unsized};
 use crate::error::Error;
+use crate::secret::Secret;
 use crate::view::held::Held;
 use crate::view::{FileTree, Ino, Kind, Lifetime, Stat, ROOT};
 use crate::wire::path::{self, BadPath};
 use crate::wire::range::{self, Answer};
 
+/// The methods this door answers (a CORS preflight is told them).
+pub const METHODS: &str = "GET, HEAD, OPTIONS";
+
 /// One served tree and how it is guarded.
-pub struct HttpFace {
+pub struct HttpDoor {
     pub tree: Arc<dyn FileTree>,
     /// Required as a bearer token or a basic-auth password when set.
-    pub token: Option<String>,
-    /// Read-ahead workers for sequential bodies (the server's, shared by its faces).
+    pub token: Option<Secret>,
+    /// Read-ahead workers for sequential bodies (the server's, shared by its doors).
     pub ahead: Option<Arc<crate::view::prefetch::Prefetcher>>,
+    /// Where text files are rendered to learn their size.
+    pub sizing: Arc<Sizing>,
+    /// The memory the answers of every door hold at once.
+    pub budget: Arc<Budget>,
 }
 
 /// The parts of a request the answer depends on (the body is refused, never read).
@@ -40,7 +52,22 @@ struct Asked {
     wants_json: bool,
 }
 
-impl HttpFace {
+/// What an answer made on the blocking pool needs before it can be made.
+enum Needs {
+    /// The size of a text file (rendered in the sizing pool).
+    Size(Ino),
+    /// A share of the memory budget for its first chunk.
+    Budget,
+}
+
+/// What the async side got for a [`Needs`], handed to the next try.
+#[derive(Default)]
+struct Got {
+    sized: Option<(Ino, u64)>,
+    share: Option<Share>,
+}
+
+impl HttpDoor {
     /// Answers one request; never fails (errors are HTTP statuses).
     pub async fn answer(
         self: Arc<Self>,
@@ -48,17 +75,19 @@ impl HttpFace {
     ) -> Result<Response<Body>, Infallible> {
         let method = req.method().clone();
         if method == Method::OPTIONS {
-            return Ok(preflight());
+            // Not a CORS preflight (the connection answers those): what may be asked.
+            let mut r = empty(StatusCode::NO_CONTENT);
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(METHODS));
+            return Ok(r);
         }
         if method != Method::GET && method != Method::HEAD {
             let mut r = text(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "read-only: GET and HEAD only\n",
             );
-            r.headers_mut().insert(
-                header::ALLOW,
-                HeaderValue::from_static("GET, HEAD, OPTIONS"),
-            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(METHODS));
             return Ok(r);
         }
         if has_body(req.headers()) {
@@ -68,25 +97,47 @@ impl HttpFace {
             return Ok(r);
         }
         if !self.authorized(req.headers()) {
-            let mut r = text(StatusCode::UNAUTHORIZED, "a token is required\n");
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"fragfs\", charset=\"UTF-8\""),
-            );
-            return Ok(r);
+            return Ok(unauthorized());
         }
-        let asked = Asked {
+        let asked = Arc::new(Asked {
             wants_json: wants_json(req.headers(), req.uri().query()),
             method,
             path: req.uri().path().to_string(),
             headers: req.headers().clone(),
-        };
-        let face = self.clone();
-        let reply = tokio::task::spawn_blocking(move || face.reply(&asked)).await;
-        Ok(reply.unwrap_or_else(|e| {
-            log::error!("http: a request's task failed: {e}");
-            text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n")
-        }))
+        });
+        let mut got = Got::default();
+        // A second try has what the first needed; a third, what the second needed.
+        for _ in 0..3 {
+            let door = self.clone();
+            let this_try = asked.clone();
+            let reply = tokio::task::spawn_blocking(move || {
+                let got = got;
+                door.reply(&this_try, got)
+            })
+            .await;
+            let needs = match reply {
+                Ok(Ok(response)) => return Ok(response),
+                Ok(Err((needs, back))) => {
+                    got = back;
+                    needs
+                }
+                Err(e) => {
+                    log::error!("http: a request's task failed: {e}");
+                    return Ok(text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n"));
+                }
+            };
+            match needs {
+                Needs::Size(ino) => match self.sizing.size(ino).await {
+                    Ok(size) => got.sized = Some((ino, size)),
+                    Err(u) => return Ok(not_sized(&asked.path, u)),
+                },
+                Needs::Budget => match self.budget.take(CHUNK as usize).await {
+                    Some(share) => got.share = Some(share),
+                    None => return Ok(busy("the server's memory budget is held by slow clients")),
+                },
+            }
+        }
+        Ok(busy("the answer could not be made"))
     }
 
     /// Whether the request carries the token (always, when none is set).
@@ -94,44 +145,30 @@ impl HttpFace {
         let Some(token) = &self.token else {
             return true;
         };
-        let Some(given) = headers
+        headers
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-        else {
-            return false;
-        };
-        let given = given.trim();
-        if let Some(bearer) = given.strip_prefix("Bearer ") {
-            return same(bearer.trim().as_bytes(), token.as_bytes());
-        }
-        if let Some(basic) = given.strip_prefix("Basic ") {
-            if let Some(pair) = base64_decode(basic.trim()) {
-                // Any user name; the password is the token.
-                if let Some(i) = pair.iter().position(|&b| b == b':') {
-                    return same(&pair[i + 1..], token.as_bytes());
-                }
-            }
-        }
-        false
+            .and_then(|v| crate::wire::auth::credentials(v.as_bytes()))
+            .is_some_and(|c| token.matches(c.secret()))
     }
 
-    /// The whole answer, on a blocking thread.
-    fn reply(&self, asked: &Asked) -> Response<Body> {
+    /// The whole answer, on a blocking thread; or what it needs first (given back with
+    /// what the try was given).
+    fn reply(&self, asked: &Asked, got: Got) -> Result<Response<Body>, (Needs, Got)> {
         let (names, trailing) = match path::segments(&asked.path) {
             Ok(p) => p,
-            Err(BadPath(why)) => return text(StatusCode::BAD_REQUEST, &format!("{why}\n")),
+            Err(BadPath(why)) => return Ok(text(StatusCode::BAD_REQUEST, &format!("{why}\n"))),
         };
         let tree = &*self.tree;
         let mut ino = ROOT;
         for name in &names {
             ino = match tree.lookup(ino, name) {
                 Ok(entry) => entry.ino,
-                Err(e) => return error(&asked.path, &e),
+                Err(e) => return Ok(error(&asked.path, &e)),
             };
         }
         let stat = match tree.stat(ino) {
             Ok(s) => s,
-            Err(e) => return error(&asked.path, &e),
+            Err(e) => return Ok(error(&asked.path, &e)),
         };
         match stat.kind {
             Kind::Dir if !trailing => {
@@ -140,40 +177,40 @@ impl HttpFace {
                 if let Ok(v) = HeaderValue::from_str(&format!("{}/", asked.path)) {
                     r.headers_mut().insert(header::LOCATION, v);
                 }
-                r
+                Ok(r)
             }
-            Kind::Dir => self.folder(asked, ino, &names),
-            Kind::File if trailing => error(
+            Kind::Dir => Ok(self.folder(asked, ino, &names)),
+            Kind::File if trailing => Ok(error(
                 &asked.path,
                 &Error::NotDirectory(format!("{}: a file", asked.path)),
-            ),
-            Kind::File => self.file(asked, ino, &stat, &names),
+            )),
+            Kind::File => self.file(asked, ino, &stat, &names, got),
         }
     }
 
     fn folder(&self, asked: &Asked, ino: Ino, names: &[String]) -> Response<Body> {
-        let tree = &*self.tree;
-        let entries = match listing::entries(tree, ino) {
-            Ok(e) => e,
+        let tree = &self.tree;
+        let listed = match listing::take(&**tree, ino) {
+            Ok(l) => l,
             Err(e) => return error(&asked.path, &e),
         };
         let shown = format!(
             "/{}",
             names.iter().map(|n| format!("{n}/")).collect::<String>()
         );
-        let (body, kind) = if asked.wants_json {
-            (listing::json(&shown, &entries), "application/json")
+        let head = asked.method == Method::HEAD;
+        let (pages, kind) = if asked.wants_json {
+            (
+                listing::json(tree.clone(), listed, &shown),
+                "application/json",
+            )
         } else {
             (
-                listing::html(tree, &shown, &entries),
+                listing::html(tree.clone(), listed, &shown),
                 "text/html; charset=utf-8",
             )
         };
-        let mut r = full(
-            StatusCode::OK,
-            body.into_bytes(),
-            asked.method == Method::HEAD,
-        );
+        let mut r = Response::new(if head { empty_body() } else { body(pages) });
         let h = r.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -181,19 +218,26 @@ impl HttpFace {
         r
     }
 
-    fn file(&self, asked: &Asked, ino: Ino, stat: &Stat, names: &[String]) -> Response<Body> {
+    fn file(
+        &self,
+        asked: &Asked,
+        ino: Ino,
+        stat: &Stat,
+        names: &[String],
+        mut got: Got,
+    ) -> Result<Response<Body>, (Needs, Got)> {
         let tree = &self.tree;
         // Held for the whole response: the number stays in use (a tree drops idle
         // numbers) and the bytes stay readable if TileDB vacuums the fragment meanwhile.
         let held = match Held::take(tree, ino) {
             Ok(h) => Arc::new(h),
-            Err(e) => return error(&asked.path, &e),
+            Err(e) => return Ok(error(&asked.path, &e)),
         };
         let name = names.last().map_or("", String::as_str);
         let shown = names.join("/");
         let etag = match etag(&**tree, &shown, ino, stat) {
             Ok(t) => t,
-            Err(e) => return error(&asked.path, &e),
+            Err(e) => return Ok(error(&asked.path, &e)),
         };
         let modified = stat.mtime_ms.map(http_date);
         let mut validators = HeaderMap::new();
@@ -216,12 +260,12 @@ impl HttpFace {
             {
                 let mut r = empty(StatusCode::NOT_MODIFIED);
                 r.headers_mut().extend(validators);
-                return r;
+                return Ok(r);
             }
         }
         // A range of a file whose size shows only once rendered (a text file), or a HEAD
-        // of one (how clients ask for a size), renders it to know its size; a plain GET
-        // streams it as it renders.
+        // of one (how clients ask for a size), needs its size: the sizing pool renders
+        // it. A plain GET streams it as it renders.
         let range = header_str(&asked.headers, header::RANGE).filter(|_| {
             match header_str(&asked.headers, header::IF_RANGE) {
                 None => true,
@@ -233,9 +277,12 @@ impl HttpFace {
         let size = if stat.exact_size {
             Some(stat.size)
         } else if range.is_some() || asked.method == Method::HEAD {
-            match tree.size(ino) {
-                Ok(s) => Some(s),
-                Err(e) => return error(&asked.path, &e),
+            match got.sized.filter(|(i, _)| *i == ino) {
+                Some((_, size)) => Some(size),
+                None => match self.sizing.known(ino) {
+                    Some(size) => Some(size),
+                    None => return Err((Needs::Size(ino), got)),
+                },
             }
         } else {
             None
@@ -250,34 +297,40 @@ impl HttpFace {
                 if let Ok(v) = HeaderValue::from_str(&format!("bytes */{}", size.unwrap_or(0))) {
                     r.headers_mut().insert(header::CONTENT_RANGE, v);
                 }
-                return r;
+                return Ok(r);
             }
             (Answer::Part { start, end }, _) => (StatusCode::PARTIAL_CONTENT, start, Some(end)),
             (Answer::Whole, size) => (StatusCode::OK, 0, size),
         };
         let head = asked.method == Method::HEAD;
         // The first chunk is read before answering, so that a file that cannot be read
-        // answers an error status rather than a cut body.
-        let first = if head {
-            Vec::new()
+        // answers an error status rather than a cut body; its bytes come out of the
+        // budget like every other chunk's.
+        let mut response = if head {
+            Response::new(empty_body())
         } else {
-            match first_chunk(&held, self.ahead.as_deref(), start, end) {
-                Ok(buf) => buf,
-                Err(e) => return error(&asked.path, &e),
-            }
-        };
-        let mut response = Response::new(if head {
-            empty_body()
-        } else {
-            body(chunks(
+            let share = match got
+                .share
+                .take()
+                .or_else(|| self.budget.try_take(CHUNK as usize))
+            {
+                Some(s) => s,
+                None => return Err((Needs::Budget, got)),
+            };
+            let first = match first_chunk(&held, self.ahead.as_deref(), start, end, share) {
+                Ok(first) => first,
+                Err(e) => return Ok(error(&asked.path, &e)),
+            };
+            Response::new(body(chunks(
                 held,
                 self.ahead.clone(),
+                self.budget.clone(),
                 shown.clone(),
                 start,
                 end,
                 first,
-            ))
-        });
+            )))
+        };
         *response.status_mut() = status;
         let h = response.headers_mut();
         h.extend(validators);
@@ -301,8 +354,7 @@ impl HttpFace {
             _ => "no-cache",
         };
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-        cors(h);
-        response
+        Ok(response)
     }
 }
 
@@ -336,45 +388,36 @@ pub(super) fn error(shown: &str, e: &Error) -> Response<Body> {
     text(status, &format!("{e}\n"))
 }
 
-fn cors(h: &mut HeaderMap) {
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static(
-            "Content-Length, Content-Range, Content-Type, ETag, Last-Modified, Accept-Ranges",
-        ),
-    );
-}
-
-/// The answer to a CORS preflight (no authentication: browsers send none with it).
-fn preflight() -> Response<Body> {
-    let mut r = empty(StatusCode::NO_CONTENT);
-    let h = r.headers_mut();
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, HEAD, OPTIONS"),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static(
-            "Range, If-None-Match, If-Range, If-Modified-Since, Authorization, Accept",
-        ),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("86400"),
-    );
-    h.insert(
-        header::ALLOW,
-        HeaderValue::from_static("GET, HEAD, OPTIONS"),
+/// 401 with the challenge every client (browsers, GDAL, Windows) answers.
+pub(super) fn unauthorized() -> Response<Body> {
+    let mut r = text(StatusCode::UNAUTHORIZED, "a token is required\n");
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"fragfs\", charset=\"UTF-8\""),
     );
     r
 }
 
-fn empty_body() -> Body {
+/// 503 "try again later", for what the server could not do in time.
+pub(super) fn busy(why: &str) -> Response<Body> {
+    let mut r = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!("{why}: try again\n"),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
+}
+
+/// The answer when a text file could not be sized for the request.
+pub(super) fn not_sized(shown: &str, why: Unsized) -> Response<Body> {
+    match why {
+        Unsized::Late => busy("this text file is still being rendered to learn its size"),
+        Unsized::Failed(e) => error(shown, &e),
+    }
+}
+
+pub(super) fn empty_body() -> Body {
     Full::new(Bytes::new())
         .map_err(|e| match e {})
         .boxed_unsync()
@@ -383,28 +426,25 @@ fn empty_body() -> Body {
 fn empty(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(empty_body());
     *r.status_mut() = status;
-    cors(r.headers_mut());
     r
 }
 
-/// A whole body (or, for HEAD, only its length).
-fn full(status: StatusCode, bytes: Vec<u8>, head: bool) -> Response<Body> {
+/// A whole body.
+fn full(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let len = bytes.len() as u64;
-    let body = if head {
-        Bytes::new()
-    } else {
-        Bytes::from(bytes)
-    };
-    let mut r = Response::new(Full::new(body).map_err(|e| match e {}).boxed_unsync());
+    let mut r = Response::new(
+        Full::new(Bytes::from(bytes))
+            .map_err(|e| match e {})
+            .boxed_unsync(),
+    );
     *r.status_mut() = status;
     r.headers_mut()
         .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    cors(r.headers_mut());
     r
 }
 
 pub(super) fn text(status: StatusCode, message: &str) -> Response<Body> {
-    let mut r = full(status, message.as_bytes().to_vec(), false);
+    let mut r = full(status, message.as_bytes().to_vec());
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
@@ -412,51 +452,10 @@ pub(super) fn text(status: StatusCode, message: &str) -> Response<Body> {
     r
 }
 
-/// Compares secrets in time independent of where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Standard base64 (with or without padding), `None` when malformed.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn basic_credentials_and_secrets() {
-        assert_eq!(
-            base64_decode("dXNlcjpzM2NyZXQ="),
-            Some(b"user:s3cret".to_vec())
-        );
-        assert_eq!(
-            base64_decode("dXNlcjpzM2NyZXQ"),
-            Some(b"user:s3cret".to_vec())
-        );
-        assert_eq!(base64_decode("!!"), None);
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"abcd"));
+impl super::conn::Plain for Body {
+    fn plain(text: &str) -> Body {
+        Full::new(Bytes::from(text.to_string()))
+            .map_err(|e| match e {})
+            .boxed_unsync()
     }
 }

@@ -1,56 +1,175 @@
-//! A folder of the tree as the HTTP face shows it: an HTML page (names, sizes, links;
-//! the array's `array.json` and `schema.json` shown below, pretty-printed) or JSON.
+//! Folder listings as the doors send them: every entry, page by page from one
+//! [`Listing`], streamed as they are made.
+//!
+//! A listing is taken once; each page numbers its entries as it gets to them
+//! ([`FileTree::listed`]) and reads their attributes (`stat`, which never renders), on
+//! the blocking pool, one page at a time as the connection takes the bytes. So a
+//! `fragments/` of 100,000 entries costs time linear in its entries and memory of one
+//! page, and no entry is lost to the tree dropping idle numbers. The HTTP door's JSON
+//! and HTML pages are here; WebDAV's multistatus uses the same pages.
 
-use serde_json::{json, Value};
+use std::io;
+use std::sync::Arc;
 
+use bytes::Bytes;
+use serde_json::json;
+
+use super::sizing::Sizing;
 use crate::error::Result;
-use crate::view::{FileTree, Ino, Kind};
+use crate::view::{FileTree, Ino, Kind, Listing};
 use crate::wire::path::encode;
 
-/// One entry of a listing: what `stat` says, without rendering anything.
+/// Entries per page: a page is one body chunk of some 100 KiB.
+pub const PAGE: usize = 512;
+
+/// One entry as a listing shows it: what `stat` says, without rendering anything.
 pub struct Shown {
     pub name: String,
     pub ino: Ino,
     pub dir: bool,
-    /// `None` for a folder, or a text file whose size shows once it was read.
+    /// `None` for a folder, or a text file whose size shows once it was read (or a
+    /// file whose attributes cannot be read).
     pub size: Option<u64>,
     pub mtime_ms: Option<u64>,
 }
 
-/// The entries of folder `dir`, in the tree's order.
-pub fn entries(tree: &dyn FileTree, dir: Ino) -> Result<Vec<Shown>> {
-    let mut out = Vec::new();
-    for e in tree.list(dir)? {
-        // An entry that went away since the listing (a vacuum) is left out.
-        let Ok(stat) = tree.stat(e.ino) else { continue };
+/// Entries `[from, from + count)` of `listing`, numbered and stat'ed now. An entry gone
+/// since the listing (a vacuum) is left out; one whose attributes cannot be read is
+/// shown without a size (hiding it would lie about the tree; reading it reports why).
+pub fn page(tree: &dyn FileTree, listing: &Listing, from: usize, count: usize) -> Vec<Shown> {
+    let end = from.saturating_add(count).min(listing.len());
+    let mut out = Vec::with_capacity(end.saturating_sub(from));
+    for i in from..end {
+        let Ok(entry) = tree.listed(listing, i) else {
+            continue;
+        };
+        let dir = entry.kind == Kind::Dir;
+        let (size, mtime_ms) = match tree.stat(entry.ino) {
+            Ok(stat) => (
+                (!dir && stat.exact_size).then_some(stat.size),
+                stat.mtime_ms,
+            ),
+            Err(e) if gone(&e) => continue,
+            Err(_) => (None, None),
+        };
         out.push(Shown {
-            dir: stat.kind == Kind::Dir,
-            size: (stat.kind == Kind::File && stat.exact_size).then_some(stat.size),
-            mtime_ms: stat.mtime_ms,
-            name: e.name,
-            ino: e.ino,
+            name: entry.name,
+            ino: entry.ino,
+            dir,
+            size,
+            mtime_ms,
         });
     }
-    Ok(out)
+    out
 }
 
-/// `{"path": "/latest/", "entries": [{"name", "type", "size", "mtime_ms"}]}`.
-pub fn json(path: &str, entries: &[Shown]) -> String {
-    let list: Vec<Value> = entries
-        .iter()
-        .map(|e| {
-            json!({
+/// An error that means the file or folder is not there (any more).
+pub fn gone(e: &crate::error::Error) -> bool {
+    matches!(e.errno(), libc::ENOENT | libc::ENOTDIR)
+}
+
+/// Bytes of a listing made page by page.
+pub type Pages = std::pin::Pin<Box<dyn futures::Stream<Item = io::Result<Bytes>> + Send>>;
+
+/// `head`, then every page of `listing` made by `render` on the blocking pool (one page
+/// in flight, made as the connection takes the last), then `tail`. With `sizing`, a
+/// page's text files not sized yet are sized in the sizing pool first (each within its
+/// deadline; one still unsized shows without a size), for doors whose clients trust a
+/// listing's sizes (WebDAV).
+pub fn stream(
+    tree: Arc<dyn FileTree>,
+    listing: Arc<Listing>,
+    sizing: Option<Arc<Sizing>>,
+    head: String,
+    render: impl Fn(&dyn FileTree, &[Shown], usize) -> String + Send + Sync + 'static,
+    tail: String,
+) -> Pages {
+    use futures::StreamExt;
+    let render = Arc::new(render);
+    // The folder's number stays in use while its pages are made (a tree that looks an
+    // entry up again by name needs it).
+    let holding = Holding::take(&tree, listing.dir());
+    let pages = listing.len().div_ceil(PAGE);
+    let body = futures::stream::iter(0..pages).then(move |p| {
+        let (tree, listing, render) = (tree.clone(), listing.clone(), render.clone());
+        let sizing = sizing.clone();
+        let _holding = holding.clone();
+        async move {
+            let t = tree.clone();
+            let shown = tokio::task::spawn_blocking(move || page(&*t, &listing, p * PAGE, PAGE))
+                .await
+                .map_err(io::Error::other)?;
+            let shown = match sizing {
+                Some(sizing) => sized(&sizing, shown).await,
+                None => shown,
+            };
+            let made = tokio::task::spawn_blocking(move || render(&*tree, &shown, p * PAGE)).await;
+            made.map(Bytes::from).map_err(io::Error::other)
+        }
+    });
+    let head = futures::stream::once(async move { Ok(Bytes::from(head)) });
+    let tail = futures::stream::once(async move { Ok(Bytes::from(tail)) });
+    Box::pin(head.chain(body).chain(tail))
+}
+
+/// `shown` with the sizes of its text files, rendered in the sizing pool where they
+/// are not known yet (all of the page's at once); one that could not be sized in time
+/// stays without.
+pub async fn sized(sizing: &Sizing, mut shown: Vec<Shown>) -> Vec<Shown> {
+    let pending: Vec<usize> = (0..shown.len())
+        .filter(|&i| !shown[i].dir && shown[i].size.is_none())
+        .collect();
+    if pending.is_empty() {
+        return shown;
+    }
+    let sizes = futures::future::join_all(pending.iter().map(|&i| sizing.size(shown[i].ino))).await;
+    for (i, size) in pending.into_iter().zip(sizes) {
+        shown[i].size = size.ok();
+    }
+    shown
+}
+
+/// A folder's number held in use ([`FileTree::remember`]) while it lives.
+struct Holding(Arc<dyn FileTree>, Ino);
+
+impl Holding {
+    fn take(tree: &Arc<dyn FileTree>, dir: Ino) -> Option<Arc<Holding>> {
+        tree.remember(dir)
+            .then(|| Arc::new(Holding(tree.clone(), dir)))
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        self.0.forget(self.1, 1);
+    }
+}
+
+/// `{"path": "/latest/", "entries": [{"name", "type", "size", "mtime_ms"}, ...]}`, one
+/// entry a line.
+pub fn json(tree: Arc<dyn FileTree>, listing: Arc<Listing>, path: &str) -> Pages {
+    let head = format!(
+        "{{\n  \"path\": {},\n  \"entries\": [",
+        serde_json::Value::from(path)
+    );
+    let render = |_: &dyn FileTree, shown: &[Shown], first: usize| {
+        let mut out = String::new();
+        for (i, e) in shown.iter().enumerate() {
+            if first + i > 0 {
+                out.push(',');
+            }
+            let entry = json!({
                 "name": e.name,
                 "type": if e.dir { "dir" } else { "file" },
                 "size": e.size,
                 "mtime_ms": e.mtime_ms,
-            })
-        })
-        .collect();
-    let mut text =
-        serde_json::to_string_pretty(&json!({ "path": path, "entries": list })).unwrap_or_default();
-    text.push('\n');
-    text
+            });
+            out.push_str("\n    ");
+            out.push_str(&entry.to_string());
+        }
+        out
+    };
+    stream(tree, listing, None, head, render, "\n  ]\n}\n".into())
 }
 
 /// Files whose text is shown below the table of a folder that has them.
@@ -59,9 +178,9 @@ const SHOWN_INLINE: [&str; 2] = ["array.json", "schema.json"];
 const INLINE_BYTES: u64 = 256 << 10;
 
 /// An HTML page: a table of names (links), sizes and times, then the array's JSON.
-pub fn html(tree: &dyn FileTree, path: &str, entries: &[Shown]) -> String {
+pub fn html(tree: Arc<dyn FileTree>, listing: Arc<Listing>, path: &str) -> Pages {
     let title = escape(&format!("{}{}", tree.source(), path));
-    let mut page = format!(
+    let mut head = format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>\n\
          <style>body{{font-family:sans-serif;margin:1.5em}}td{{padding:0 1em}}\
          td.size{{text-align:right;font-family:monospace}}pre{{background:#f6f6f6;padding:1em;\
@@ -69,42 +188,64 @@ pub fn html(tree: &dyn FileTree, path: &str, entries: &[Shown]) -> String {
          <tr><th>Name</th><th>Size</th><th>Modified</th></tr>\n"
     );
     if path != "/" {
-        page.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+        head.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
     }
-    for e in entries {
-        let slash = if e.dir { "/" } else { "" };
-        let size = match (e.dir, e.size) {
-            (true, _) => "-".to_string(),
-            (false, Some(s)) => s.to_string(),
-            (false, None) => "?".to_string(),
-        };
-        let modified = e.mtime_ms.map(super::file::http_date).unwrap_or_default();
-        page.push_str(&format!(
-            "<tr><td><a href=\"{}{slash}\">{}{slash}</a></td><td class=\"size\">{size}</td>\
-             <td>{modified}</td></tr>\n",
-            encode(&e.name),
-            escape(&e.name),
-        ));
-    }
-    page.push_str("</table>\n");
+    let render = |_: &dyn FileTree, shown: &[Shown], _: usize| {
+        let mut out = String::new();
+        for e in shown {
+            let slash = if e.dir { "/" } else { "" };
+            let size = match (e.dir, e.size) {
+                (true, _) => "-".to_string(),
+                (false, Some(s)) => s.to_string(),
+                (false, None) => "?".to_string(),
+            };
+            let modified = e.mtime_ms.map(super::file::http_date).unwrap_or_default();
+            out.push_str(&format!(
+                "<tr><td><a href=\"{}{slash}\">{}{slash}</a></td><td class=\"size\">{size}</td>\
+                 <td>{modified}</td></tr>\n",
+                encode(&e.name),
+                escape(&e.name),
+            ));
+        }
+        out
+    };
+    let tail = inline_json(&*tree, &listing);
+    stream(tree, listing, None, head, render, tail)
+}
+
+/// The end of an HTML page: `array.json` and `schema.json`, pretty-printed, where the
+/// folder has them (a root), then the closing tags.
+fn inline_json(tree: &dyn FileTree, listing: &Listing) -> String {
+    let mut out = String::from("</table>\n");
     for name in SHOWN_INLINE {
-        let Some(e) = entries.iter().find(|e| e.name == name && !e.dir) else {
+        let Some(i) = listing
+            .names()
+            .position(|(n, kind)| n == name && kind == Kind::File)
+        else {
             continue;
         };
-        let Ok(bytes) = tree.read_at(e.ino, 0, INLINE_BYTES) else {
+        let Ok(bytes) = tree
+            .listed(listing, i)
+            .and_then(|e| tree.read_at(e.ino, 0, INLINE_BYTES))
+        else {
             continue;
         };
-        let text = serde_json::from_slice::<Value>(&bytes)
+        let text = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
             .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-        page.push_str(&format!(
+        out.push_str(&format!(
             "<h2><a href=\"{name}\">{name}</a></h2>\n<pre>{}</pre>\n",
             escape(&text)
         ));
     }
-    page.push_str("</body></html>\n");
-    page
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The listing of folder `dir`, for a door to page through.
+pub fn take(tree: &dyn FileTree, dir: Ino) -> Result<Arc<Listing>> {
+    Ok(Arc::new(tree.listing(dir)?))
 }
 
 fn escape(text: &str) -> String {
@@ -127,17 +268,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_escaped_in_text_and_encoded_in_links() {
+    fn names_are_escaped_in_text() {
         assert_eq!(escape("<a href='x'>&"), "&lt;a href=&#39;x&#39;&gt;&amp;");
-        let e = Shown {
-            name: "a <b>".into(),
-            ino: 2,
-            dir: false,
-            size: Some(3),
-            mtime_ms: None,
-        };
-        let j: Value = serde_json::from_str(&json("/", &[e])).unwrap();
-        assert_eq!(j["entries"][0]["name"], "a <b>");
-        assert_eq!(j["entries"][0]["size"], 3);
     }
 }

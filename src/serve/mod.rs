@@ -10,6 +10,8 @@
 //! tests and embedders for as long as they hold it.
 
 #[cfg(feature = "serve")]
+pub mod budget;
+#[cfg(feature = "serve")]
 pub mod conn;
 #[cfg(feature = "serve")]
 pub mod file;
@@ -19,11 +21,17 @@ pub mod http;
 pub mod listing;
 pub mod nfs;
 #[cfg(feature = "serve")]
+pub mod origin;
+#[cfg(feature = "serve")]
 pub mod s3api;
 #[cfg(feature = "serve")]
 pub mod s3list;
 #[cfg(feature = "serve")]
 mod server;
+#[cfg(feature = "serve")]
+pub mod sizing;
+#[cfg(feature = "serve")]
+pub mod tls;
 #[cfg(feature = "serve")]
 pub mod webdav;
 

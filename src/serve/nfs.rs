@@ -1,4 +1,4 @@
-//! The NFSv3 face (RFC 1813): a read-only export of the tree that macOS, Linux and
+//! The NFSv3 door (RFC 1813): a read-only export of the tree that macOS, Linux and
 //! Windows mount with the NFS client they ship, on one TCP port that carries NFS, MOUNT
 //! and a minimal portmapper (so `mount -o port=N,mountport=N` needs no rpcbind).
 //!
@@ -10,14 +10,18 @@
 //!   CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT) answers
 //!   `NFS3ERR_ROFS`; ACCESS grants reading only; modes are 0444 and 0555.
 //! - **Sizes** come from `stat`. A text file whose size is only known once rendered is
-//!   sized on GETATTR of that file; LOOKUP, READ and READDIRPLUS (which must stay cheap
-//!   for a folder) send no attributes for it rather than a wrong size, so the client
-//!   asks GETATTR.
+//!   sized on GETATTR of that file, in the sizing pool ([`Sizes`]: the connection asks
+//!   it before answering the call, holding no thread); one still unsized then answers
+//!   `NFS3ERR_JUKEBOX` ("try again later"; clients retry). LOOKUP, READ and
+//!   READDIRPLUS (which must stay cheap for a folder) send no attributes for it rather
+//!   than a wrong size, so the client asks GETATTR.
+//! - **Listings** page through one [`Listing`] per folder and verifier: every entry,
+//!   numbered as a page gets to it, in time linear in the entries.
 //! - **Reads** run on the blocking pool, at most [`RTMAX`] bytes a call, the file held
 //!   ([`crate::view::held::Held`]) while read. Connections are bounded and timed out as
 //!   [`rpc`] says.
 //! - **No authentication**: NFSv3's AUTH_SYS is a uid the client states, no control, so
-//!   a non-loopback address needs `--insecure-listen` (see [`crate::serve::Faces`]).
+//!   a non-loopback address needs `--insecure-listen` (see [`crate::serve::Doors`]).
 
 #[cfg(feature = "serve")]
 pub mod connection;
@@ -26,12 +30,12 @@ pub mod handles;
 use std::sync::Arc;
 
 use crate::wire::rpc::{Accept, Call, Programs};
-use crate::wire::xdr::{Garbage, Reader, Writer};
+use crate::wire::xdr::{opaque_size, Garbage, Reader, Writer};
 use handles::{Handles, Unresolved};
 
 use crate::error::Error;
 use crate::view::held::Held;
-use crate::view::{FileTree, Ino, Kind, Stat};
+use crate::view::{FileTree, Ino, Kind, Listing, Stat};
 
 /// The most bytes one READ answers (and what clients are told to ask for).
 pub const RTMAX: u32 = 256 << 10;
@@ -55,6 +59,7 @@ const INVAL: u32 = 22;
 const ROFS: u32 = 30;
 const NAMETOOLONG: u32 = 63;
 const STALE: u32 = 70;
+const JUKEBOX: u32 = 10_008;
 const BADHANDLE: u32 = 10_001;
 const TOOSMALL: u32 = 10_005;
 
@@ -69,7 +74,7 @@ const NAME_MAX: usize = 255;
 const PATH_MAX: usize = 1024;
 
 /// The NFS, MOUNT and portmapper programs of one served tree.
-pub struct NfsFace {
+pub struct NfsDoor {
     tree: Arc<dyn FileTree>,
     handles: Handles,
     /// The port the face listens on, which the portmapper tells.
@@ -80,6 +85,16 @@ pub struct NfsFace {
     start_ms: u64,
     /// Folder listings being paged through.
     listings: Listings,
+    /// Where text files are sized; without, GETATTR renders them itself.
+    sizes: Option<Arc<dyn Sizes>>,
+}
+
+/// What the door knows of the sizes its connection had rendered (the serving side's
+/// sizing pool, [`crate::serve::sizing`]).
+pub trait Sizes: Send + Sync {
+    /// The size of `ino` once rendered; the failure if rendering it failed; `None`
+    /// while not rendered.
+    fn outcome(&self, ino: Ino) -> Option<Result<u64, Error>>;
 }
 
 /// Listings being paged through by clients. A client pages through a folder with
@@ -91,11 +106,11 @@ pub struct NfsFace {
 struct Listings {
     next: std::sync::atomic::AtomicU64,
     /// (verifier, folder, listing), oldest first.
-    kept: std::sync::Mutex<std::collections::VecDeque<(u64, Ino, Listing)>>,
+    kept: std::sync::Mutex<std::collections::VecDeque<(u64, Ino, Kept)>>,
 }
 
 /// One listing of a folder, as a page of it was cut from.
-type Listing = Arc<Vec<crate::view::Entry>>;
+type Kept = Arc<Listing>;
 
 impl Listings {
     const KEPT: usize = 64;
@@ -107,16 +122,20 @@ impl Listings {
         }
     }
 
-    /// The listing of `dir` that verifier `verf` answered, if still kept.
-    fn get(&self, verf: u64, dir: Ino) -> Option<Listing> {
+    /// The listing of `dir` that verifier `verf` answered, if still kept. A client that
+    /// sends no verifier (0: some keep none) gets the newest listing of that folder: its
+    /// cookies are positions in it, and listing the folder again for every page made
+    /// paging 100,000 entries quadratic.
+    fn get(&self, verf: u64, dir: Ino) -> Option<(u64, Kept)> {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.iter()
-            .find(|(v, d, _)| *v == verf && *d == dir)
-            .map(|(_, _, l)| l.clone())
+            .rev()
+            .find(|(v, d, _)| (*v == verf || verf == 0) && *d == dir)
+            .map(|(v, _, l)| (*v, l.clone()))
     }
 
     /// Keeps a fresh listing of `dir`; returns its verifier.
-    fn keep(&self, dir: Ino, list: Listing) -> u64 {
+    fn keep(&self, dir: Ino, list: Kept) -> u64 {
         let verf = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() >= Self::KEPT {
@@ -139,8 +158,8 @@ impl From<Unresolved> for Status {
     }
 }
 
-impl NfsFace {
-    pub fn new(tree: Arc<dyn FileTree>, port: u16, held: usize) -> NfsFace {
+impl NfsDoor {
+    pub fn new(tree: Arc<dyn FileTree>, port: u16, held: usize) -> NfsDoor {
         // The server's own user as every file's owner, as the mount shows them; read
         // from /proc so no unsafe call is needed (elsewhere: root, harmless with 0444).
         let (uid, gid) = std::fs::metadata("/proc/self")
@@ -152,7 +171,7 @@ impl NfsFace {
         let start_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        NfsFace {
+        NfsDoor {
             handles: Handles::new(tree.clone(), held),
             tree,
             port,
@@ -161,7 +180,29 @@ impl NfsFace {
             start_ms,
             // Verifiers of one run differ from an earlier run's.
             listings: Listings::new(start_ms << 16),
+            sizes: None,
         }
+    }
+
+    /// The same door, learning text files' sizes from `sizes` instead of rendering
+    /// them on the thread that answers a GETATTR.
+    pub fn with_sizes(mut self, sizes: Arc<dyn Sizes>) -> NfsDoor {
+        self.sizes = Some(sizes);
+        self
+    }
+
+    /// The file a call record asks the size of that is not known yet (a GETATTR of a
+    /// text file not rendered): the connection has it sized before the call is
+    /// answered. Cheap: the header, a handle, a `stat`.
+    pub fn to_size(&self, record: &[u8]) -> Option<Ino> {
+        let (call, args) = crate::wire::rpc::call_of(record)?;
+        if (call.prog, call.vers, call.proc_) != (NFS_PROGRAM, 3, 1) {
+            return None;
+        }
+        let ino = self.handle_arg(&mut Reader::new(args)).ok()?.ok()?;
+        let stat = self.tree.stat(ino).ok()?;
+        let known = self.sizes.as_ref().and_then(|s| s.outcome(ino));
+        (stat.kind == Kind::File && !stat.exact_size && known.is_none()).then_some(ino)
     }
 
     /// The handles this face hands out (tests look at how many are held).
@@ -206,10 +247,19 @@ impl NfsFace {
             if !size_it {
                 return Ok(None);
             }
-            stat.size = self
-                .tree
-                .size(ino)
-                .map_err(|e| self.status(&e, "size", ino))?;
+            stat.size = match &self.sizes {
+                None => self
+                    .tree
+                    .size(ino)
+                    .map_err(|e| self.status(&e, "size", ino))?,
+                Some(sizes) => match sizes.outcome(ino) {
+                    Some(Ok(size)) => size,
+                    Some(Err(e)) => return Err(self.status(&e, "size", ino)),
+                    // Sized in the pool, within the deadline, before this call: still
+                    // rendering. The client asks again later.
+                    None => return Err(Status(JUKEBOX)),
+                },
+            };
         }
         let mut w = Writer::default();
         let (ftype, mode) = match stat.kind {
@@ -222,7 +272,8 @@ impl NfsFace {
         w.u32(self.uid);
         w.u32(self.gid);
         w.u64(stat.size);
-        w.u64(stat.size.div_ceil(4096) * 4096); // used
+        // Bytes used: whole 4 KiB blocks, saturating near the top of u64.
+        w.u64(stat.size.div_ceil(4096).saturating_mul(4096));
         w.u32(0); // rdev
         w.u32(0);
         w.u64(0); // fsid
@@ -441,11 +492,11 @@ impl NfsFace {
                 .then(|| self.listings.get(verf, dir))
                 .flatten();
             let (verf, list) = match kept {
-                Some(list) => (verf, list),
+                Some((verf, list)) => (verf, list),
                 None => {
                     let list = Arc::new(
                         self.tree
-                            .list(dir)
+                            .listing(dir)
                             .map_err(|e| self.status(&e, "list", dir))?,
                     );
                     (self.listings.keep(dir, list.clone()), list)
@@ -464,12 +515,41 @@ impl NfsFace {
         let mut entries = Writer::default();
         // Status, the folder's attributes, the verifier, the end marker and eof.
         let mut used = 4 + ATTR_SIZE + 8 + 8;
-        let all = [(".", dir), ("..", parent)]
-            .into_iter()
-            .chain(list.iter().map(|e| (e.name.as_str(), e.ino)));
         let mut eof = true;
         let mut sent = 0;
-        for (i, (name, ino)) in all.enumerate().skip(cookie.min(usize::MAX as u64) as usize) {
+        // Positions: `.`, `..`, then the listing's entries; a cookie is the position
+        // after which to go on.
+        let first = usize::try_from(cookie).unwrap_or(usize::MAX);
+        for i in first..list.len().saturating_add(2) {
+            // Whether the entry fits, before it is numbered: its most bytes, with
+            // attributes and a handle.
+            let name_len = match i {
+                0 => 1,
+                1 => 2,
+                _ => list.name(i - 2).map_or(0, |(n, _)| n.len()),
+            };
+            let most = 4
+                + 8
+                + opaque_size(name_len)
+                + 8
+                + if plus {
+                    ATTR_SIZE + 4 + opaque_size(handles::SIZE)
+                } else {
+                    0
+                };
+            if used + most > count {
+                eof = false;
+                break;
+            }
+            let (name, ino) = match i {
+                0 => (".".to_string(), dir),
+                1 => ("..".to_string(), parent),
+                _ => match self.tree.listed(&list, i - 2) {
+                    Ok(e) => (e.name, e.ino),
+                    // Gone since the listing (a vacuum): left out.
+                    Err(_) => continue,
+                },
+            };
             let mut entry = Writer::default();
             entry.bool(true);
             entry.u64(ino);
@@ -495,10 +575,6 @@ impl NfsFace {
                     }
                     None => entry.bool(false),
                 }
-            }
-            if used + entry.len() > count {
-                eof = false;
-                break;
             }
             used += entry.len();
             entries.buf.extend_from_slice(&entry.buf);
@@ -664,7 +740,7 @@ impl NfsFace {
     }
 }
 
-impl Programs for NfsFace {
+impl Programs for NfsDoor {
     fn call(&self, call: &Call, args: &mut Reader<'_>, out: &mut Writer) -> Accept {
         let (result, procs) = match (call.prog, call.vers) {
             (NFS_PROGRAM, 3) => (self.nfs(call.proc_, args, out), 22),

@@ -1,4 +1,4 @@
-//! The S3 API face: the tree as one read-only bucket, for boto3, s3fs/fsspec, the AWS
+//! The S3 API door: the tree as one read-only bucket, for boto3, s3fs/fsspec, the AWS
 //! CLI, GDAL's `/vsis3/`, DuckDB's httpfs and every other S3 client.
 //!
 //! `s3s` parses the requests (path style: `http://host/BUCKET/KEY`), checks SigV4 when
@@ -29,27 +29,34 @@ use s3s::dto::{
 use s3s::service::S3ServiceBuilder;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result, S3};
 
+use super::budget::Budget;
 use super::file::{chunks, content_type, etag, first_chunk, CHUNK};
-use super::s3list::{self, gone, plain_name, Item};
+use super::listing::gone;
+use super::s3list::{self, plain_name, Folders, Item};
+use super::sizing::{Sizing, Unsized};
 use crate::error::Error;
+use crate::secret::Secret;
 use crate::view::held::Held;
 use crate::view::prefetch::Prefetcher;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
 use crate::wire::path::encode;
 
-/// How the S3 face is guarded and named (`fragfs serve --s3`).
+/// How the S3 door is guarded and named (`fragfs serve --s3`).
 #[derive(Debug, Clone, Default)]
-pub struct S3Face {
+pub struct S3Door {
     /// An access key and its secret: every request must be signed with them (SigV4).
-    /// Without them the face answers anonymous requests (loopback only, unless
+    /// Without them the door answers anonymous requests (loopback only, unless
     /// `--insecure-listen`).
-    pub keys: Option<(String, String)>,
+    pub keys: Option<(String, Secret)>,
     /// The bucket's name; by default [`bucket_name`] of the tree's source.
     pub bucket: Option<String>,
     /// The domain of virtual-hosted-style requests (`<bucket>.<domain>`); path-style
     /// requests are answered whatever the host.
     pub domain: Option<String>,
 }
+
+/// The methods this door answers (a CORS preflight is told them).
+pub const METHODS: &str = "GET, HEAD, OPTIONS";
 
 /// Most keys a listing page holds, as S3 allows.
 const MAX_KEYS: i32 = 1000;
@@ -103,13 +110,21 @@ pub fn valid_bucket(name: &str) -> bool {
 
 pub type Body = s3s::Body;
 
+impl super::conn::Plain for s3s::Body {
+    fn plain(text: &str) -> s3s::Body {
+        s3s::Body::from(text.to_string())
+    }
+}
+
 /// The S3 service over `tree`: the bucket `bucket`, signed with `keys` when given.
 /// Hand it to [`super::conn::serve`].
 pub fn service(
     tree: Arc<dyn FileTree>,
     ahead: Option<Arc<Prefetcher>>,
+    sizing: Arc<Sizing>,
+    budget: Arc<Budget>,
     bucket: String,
-    face: &S3Face,
+    door: &S3Door,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
     Response = Response<Body>,
@@ -121,14 +136,20 @@ pub fn service(
     let mut builder = S3ServiceBuilder::new(Face(Arc::new(Bucketed {
         tree,
         ahead,
+        sizing,
+        budget,
+        folders: Folders::default(),
         bucket,
         started: SystemTime::now(),
     })));
-    let signed = face.keys.is_some();
-    if let Some((access, secret)) = face.keys.clone() {
-        builder.set_auth(s3s::auth::SimpleAuth::from_single(access, secret));
+    let signed = door.keys.is_some();
+    if let Some((access, secret)) = door.keys.clone() {
+        builder.set_auth(s3s::auth::SimpleAuth::from_single(
+            access,
+            secret.expose().to_string(),
+        ));
     }
-    if let Some(domain) = &face.domain {
+    if let Some(domain) = &door.domain {
         builder.set_host(Addressing {
             domain: domain.to_ascii_lowercase(),
         });
@@ -161,7 +182,7 @@ struct Addressing {
 
 impl s3s::host::S3Host for Addressing {
     fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
-        let name = host_name(host);
+        let name = super::origin::host_name(host);
         let bucket = name
             .len()
             .checked_sub(self.domain.len() + 1)
@@ -174,17 +195,6 @@ impl s3s::host::S3Host for Addressing {
             Some(b) if !b.is_empty() => vh.with_bucket(b.to_ascii_lowercase()),
             _ => vh,
         })
-    }
-}
-
-/// A Host header's name: without its port, and without the brackets of an IPv6 address.
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
     }
 }
 
@@ -234,6 +244,12 @@ struct Bucketed {
     tree: Arc<dyn FileTree>,
     /// The read-ahead workers that prepare a sequential body's next bytes.
     ahead: Option<Arc<Prefetcher>>,
+    /// Where text files are rendered to learn their size.
+    sizing: Arc<Sizing>,
+    /// The memory the answers of every door hold at once.
+    budget: Arc<Budget>,
+    /// The folders recent listing pages read, sorted.
+    folders: Folders,
     bucket: String,
     /// The bucket's creation date, and the time of files that have none.
     started: SystemTime,
@@ -242,10 +258,17 @@ struct Bucketed {
 /// A file as HeadObject and GetObject answer it.
 struct Found {
     held: Arc<Held>,
-    size: u64,
+    /// `None` for a text file not sized yet (the sizing pool renders it).
+    size: Option<u64>,
     etag: Option<String>,
     modified: SystemTime,
     content_type: &'static str,
+}
+
+impl Found {
+    fn size(&self) -> u64 {
+        self.size.unwrap_or(0)
+    }
 }
 
 impl Bucketed {
@@ -257,7 +280,7 @@ impl Bucketed {
         }
     }
 
-    /// The file `key` names, held, with its exact size and validators.
+    /// The file `key` names, held, with its size where known and its validators.
     fn find(&self, key: &str) -> S3Result<Found> {
         let mut ino = ROOT;
         for name in key.split('/') {
@@ -275,26 +298,24 @@ impl Bucketed {
             return Err(s3_error!(NoSuchKey));
         }
         let held = Held::take(&self.tree, ino).map_err(|e| tree_error(key, &e))?;
-        let (size, etag) = self.describe(key, ino, &stat)?;
+        let etag = etag(&*self.tree, key, ino, &stat).map_err(|e| tree_error(key, &e))?;
         let name = key.rsplit('/').next().unwrap_or(key);
         Ok(Found {
             held: Arc::new(held),
-            size,
+            size: self.size_of(ino, &stat),
             etag,
             modified: self.modified(&stat),
             content_type: content_type(name),
         })
     }
 
-    /// The exact size (a text file not sized yet is rendered to know it) and the ETag.
-    fn describe(&self, key: &str, ino: Ino, stat: &Stat) -> S3Result<(u64, Option<String>)> {
-        let size = if stat.exact_size {
-            stat.size
+    /// A file's size if known without rendering it.
+    fn size_of(&self, ino: Ino, stat: &Stat) -> Option<u64> {
+        if stat.exact_size {
+            Some(stat.size)
         } else {
-            self.tree.size(ino).map_err(|e| tree_error(key, &e))?
-        };
-        let etag = etag(&*self.tree, key, ino, stat).map_err(|e| tree_error(key, &e))?;
-        Ok((size, etag))
+            self.sizing.known(ino)
+        }
     }
 
     fn modified(&self, stat: &Stat) -> SystemTime {
@@ -303,10 +324,12 @@ impl Bucketed {
         })
     }
 
-    /// One listing page as V2 and V1 both answer it.
-    fn list(&self, asked: &Listing) -> S3Result<Listed> {
+    /// One listing page as V2 and V1 both answer it; objects whose size is not known
+    /// yet are listed with `None` (sized in the pool before the answer).
+    fn list(&self, asked: &Asked) -> S3Result<Listed> {
         let page = s3list::page(
             &*self.tree,
+            &self.folders,
             &asked.prefix,
             asked.delimiter.as_deref(),
             asked.after.as_deref(),
@@ -330,21 +353,22 @@ impl Bucketed {
                     };
                     // A file that cannot be read is still listed (with the size its
                     // stat gives, no ETag): a GET of it answers the error.
-                    let (size, etag) = match self.describe(&key, ino, &stat) {
-                        Ok(d) => d,
-                        Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => continue,
-                        Err(_) => (stat.size, None),
-                    };
-                    objects.push(Object {
-                        key: Some(asked.shown(&key)),
-                        size: Some(i64::try_from(size).unwrap_or(i64::MAX)),
-                        e_tag: etag.map(strong),
-                        last_modified: Some(Timestamp::from(self.modified(&stat))),
-                        storage_class: Some(s3s::dto::ObjectStorageClass::from_static(
-                            s3s::dto::ObjectStorageClass::STANDARD,
-                        )),
-                        ..Default::default()
-                    });
+                    let etag = etag(&*self.tree, &key, ino, &stat).ok().flatten();
+                    let size = self.size_of(ino, &stat);
+                    objects.push((
+                        ino,
+                        size.is_none(),
+                        Object {
+                            key: Some(asked.shown(&key)),
+                            size: Some(i64::try_from(size.unwrap_or(0)).unwrap_or(i64::MAX)),
+                            e_tag: etag.map(strong),
+                            last_modified: Some(Timestamp::from(self.modified(&stat))),
+                            storage_class: Some(s3s::dto::ObjectStorageClass::from_static(
+                                s3s::dto::ObjectStorageClass::STANDARD,
+                            )),
+                            ..Default::default()
+                        },
+                    ));
                 }
             }
         }
@@ -358,7 +382,7 @@ impl Bucketed {
 }
 
 /// What a listing asks, decoded.
-struct Listing {
+struct Asked {
     prefix: String,
     delimiter: Option<String>,
     after: Option<String>,
@@ -367,14 +391,14 @@ struct Listing {
     url: bool,
 }
 
-impl Listing {
+impl Asked {
     fn new(
         prefix: Option<&str>,
         delimiter: Option<&str>,
         after: Option<String>,
         max_keys: Option<i32>,
         encoding: Option<&s3s::dto::EncodingType>,
-    ) -> S3Result<Listing> {
+    ) -> S3Result<Asked> {
         let url = match encoding.map(s3s::dto::EncodingType::as_str) {
             None => false,
             Some(s3s::dto::EncodingType::URL) => true,
@@ -389,7 +413,7 @@ impl Listing {
         if max < 0 {
             return Err(s3_error!(InvalidArgument, "max-keys below 0"));
         }
-        Ok(Listing {
+        Ok(Asked {
             prefix: prefix.unwrap_or_default().to_string(),
             delimiter: delimiter.filter(|d| !d.is_empty()).map(str::to_string),
             after,
@@ -413,7 +437,8 @@ impl Listing {
 }
 
 struct Listed {
-    objects: Vec<Object>,
+    /// Each object with its file, and whether its size is still to be learnt.
+    objects: Vec<(Ino, bool, Object)>,
     prefixes: Vec<CommonPrefix>,
     count: i32,
     /// The last key of a truncated page.
@@ -546,15 +571,62 @@ impl Face {
         after: Option<String>,
         max_keys: Option<i32>,
         encoding: Option<&s3s::dto::EncodingType>,
-    ) -> S3Result<(Listing, Listed)> {
+    ) -> S3Result<(Asked, Listed)> {
         self.0.check_bucket(bucket)?;
-        let asked = Listing::new(prefix, delimiter, after, max_keys, encoding)?;
-        self.blocking(move |b| {
-            let listed = b.list(&asked)?;
-            Ok((asked, listed))
-        })
-        .await
+        let asked = Asked::new(prefix, delimiter, after, max_keys, encoding)?;
+        let (asked, mut listed) = self
+            .blocking(move |b| {
+                let listed = b.list(&asked)?;
+                Ok((asked, listed))
+            })
+            .await?;
+        // Text files not sized yet, rendered in the sizing pool (all of the page's at
+        // once): S3 clients trust a listing's sizes.
+        let pending: Vec<usize> = (0..listed.objects.len())
+            .filter(|&i| listed.objects[i].1)
+            .collect();
+        let sizes = futures::future::join_all(
+            pending
+                .iter()
+                .map(|&i| self.0.sizing.size(listed.objects[i].0)),
+        )
+        .await;
+        for (i, size) in pending.into_iter().zip(sizes) {
+            match size {
+                Ok(size) => {
+                    listed.objects[i].2.size = Some(i64::try_from(size).unwrap_or(i64::MAX))
+                }
+                // Listed all the same, with the size its stat gives: a GET answers why.
+                Err(Unsized::Failed(_)) => {}
+                Err(why) => return Err(slow_down(why)),
+            }
+        }
+        Ok((asked, listed))
     }
+
+    /// The file `key` names with its size, a text file rendered in the sizing pool to
+    /// know it.
+    async fn find(&self, key: String) -> S3Result<Found> {
+        let k = key.clone();
+        let mut found = self.blocking(move |b| b.find(&k)).await?;
+        if found.size.is_none() {
+            match self.0.sizing.size(found.held.ino).await {
+                Ok(size) => found.size = Some(size),
+                Err(Unsized::Failed(e)) => return Err(tree_error(&key, &e)),
+                Err(why) => return Err(slow_down(why)),
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// S3's "reduce your request rate" (503), which every SDK retries after a pause: for a
+/// text file still being rendered to learn its size, or too many at once.
+fn slow_down(_: Unsized) -> S3Error {
+    s3_error!(
+        SlowDown,
+        "a text file is still being rendered to learn its size: try again"
+    )
 }
 
 fn timestamp_of(t: SystemTime) -> Timestamp {
@@ -635,7 +707,7 @@ impl S3 for Face {
             continuation_token: input.continuation_token,
             next_continuation_token: listed.next.as_deref().map(s3list::token),
             encoding_type: input.encoding_type,
-            contents: Some(listed.objects),
+            contents: Some(listed.objects.into_iter().map(|(_, _, o)| o).collect()),
             common_prefixes: Some(listed.prefixes),
             ..Default::default()
         }))
@@ -665,7 +737,7 @@ impl S3 for Face {
             is_truncated: Some(listed.next.is_some()),
             next_marker: asked.shown_opt(listed.next),
             encoding_type: input.encoding_type,
-            contents: Some(listed.objects),
+            contents: Some(listed.objects.into_iter().map(|(_, _, o)| o).collect()),
             common_prefixes: Some(listed.prefixes),
             ..Default::default()
         }))
@@ -677,8 +749,7 @@ impl S3 for Face {
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = req.input;
         self.0.check_bucket(&input.bucket)?;
-        let key = input.key.clone();
-        let found = self.blocking(move |b| b.find(&key)).await?;
+        let found = self.find(input.key.clone()).await?;
         let condition = conditions(
             &found,
             input.if_match.as_ref(),
@@ -687,7 +758,7 @@ impl S3 for Face {
             input.if_unmodified_since.as_ref(),
         )?;
         let output = HeadObjectOutput {
-            content_length: Some(i64::try_from(found.size).unwrap_or(i64::MAX)),
+            content_length: Some(i64::try_from(found.size()).unwrap_or(i64::MAX)),
             content_type: Some(found.content_type.to_string()),
             accept_ranges: Some("bytes".into()),
             e_tag: found.etag.clone().map(strong),
@@ -709,8 +780,7 @@ impl S3 for Face {
         if input.part_number.is_some_and(|n| n != 1) {
             return Err(s3_error!(InvalidArgument, "the object has one part"));
         }
-        let key = input.key.clone();
-        let found = self.blocking(move |b| b.find(&key)).await?;
+        let found = self.find(input.key.clone()).await?;
         let condition = conditions(
             &found,
             input.if_match.as_ref(),
@@ -728,7 +798,7 @@ impl S3 for Face {
         if let Condition::NotModified = condition {
             return Err(not_modified(&found));
         }
-        let size = found.size;
+        let size = found.size();
         let part = span(input.range.as_ref(), size)?;
         let (start, end) = part.clone().map_or((0, size), |r| (r.start, r.end));
         // The first chunk is read before answering, so that a file that cannot be read
@@ -736,9 +806,15 @@ impl S3 for Face {
         let held = found.held.clone();
         let first_len = (end - start).min(CHUNK);
         let key = input.key.clone();
+        let Some(share) = self.0.budget.take(CHUNK as usize).await else {
+            return Err(s3_error!(
+                SlowDown,
+                "the server's memory budget is held by slow clients: try again"
+            ));
+        };
         let first = self
             .blocking(move |this| {
-                first_chunk(&held, this.ahead.as_deref(), start, Some(end))
+                first_chunk(&held, this.ahead.as_deref(), start, Some(end), share)
                     .map_err(|e| tree_error(&key, &e))
             })
             .await?;
@@ -756,6 +832,7 @@ impl S3 for Face {
         let chunks = chunks(
             found.held,
             self.0.ahead.clone(),
+            self.0.budget.clone(),
             input.key,
             start,
             Some(end),

@@ -14,8 +14,13 @@
 //! page reads one folder; every sub-folder is a common prefix (an empty folder too: a
 //! tree folder is not a key, so it shows as what clients treat as a folder).
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::listing::gone;
 use crate::error::Result;
-use crate::view::{Entry, FileTree, Ino, Kind, ROOT};
+use crate::view::{FileTree, Ino, Kind, Listing, ROOT};
 
 /// What a page shows, in key order: a file of the tree, or a common prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,10 +50,122 @@ pub struct Page {
 /// is not `/`.
 const STEP: usize = 1000;
 
+/// A folder's entries sorted by key (the name, with `/` after a folder's), from one
+/// listing of it.
+pub struct Sorted {
+    listing: Listing,
+    /// Entry indices of `listing`, in key order.
+    order: Vec<usize>,
+    /// The sort key of each entry in `order`.
+    keys: Vec<String>,
+}
+
+impl Sorted {
+    fn new(listing: Listing) -> Sorted {
+        let mut pairs: Vec<(String, usize)> = listing
+            .names()
+            .enumerate()
+            .map(|(i, (name, kind))| {
+                let key = match kind {
+                    Kind::Dir => format!("{name}/"),
+                    Kind::File => name.to_string(),
+                };
+                (key, i)
+            })
+            .collect();
+        pairs.sort_unstable();
+        let (keys, order) = pairs.into_iter().unzip();
+        Sorted {
+            listing,
+            order,
+            keys,
+        }
+    }
+
+    /// The first position whose key is after `key` (every key, without one).
+    fn after(&self, key: Option<&str>) -> usize {
+        key.map_or(0, |k| self.keys.partition_point(|x| x.as_str() <= k))
+    }
+
+    fn kind(&self, pos: usize) -> Kind {
+        self.listing
+            .name(self.order[pos])
+            .map_or(Kind::File, |(_, k)| k)
+    }
+
+    /// The entry at sorted position `pos`, numbered now; `None` if it went away.
+    fn number(&self, tree: &dyn FileTree, pos: usize) -> Result<Option<Ino>> {
+        match tree.listed(&self.listing, self.order[pos]) {
+            Ok(e) => Ok(Some(e.ino)),
+            Err(e) if gone(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The sorted folders of recent pages, so that paging through a folder lists and sorts
+/// it once, not once per page (which made 100,000 fragments take 20 s in pages of
+/// 1,000, against 0.35 s for 10,000). A folder is listed again once the tree changed or
+/// the kept listing is [`Folders::FRESH`] old: a paging client sees new keys within
+/// that time, and positions never matter (pages resume after a key, not an index).
+#[derive(Default)]
+pub struct Folders {
+    kept: Mutex<VecDeque<Kept>>,
+}
+
+struct Kept {
+    /// The folder's keys' prefix (`""`, `fragments/`).
+    folder: String,
+    generation: u64,
+    at: Instant,
+    sorted: Arc<Sorted>,
+}
+
+impl Folders {
+    /// Folders kept at once: a walk's path from the root and a few clients'.
+    const KEPT: usize = 64;
+    /// How long a kept listing serves later pages.
+    pub const FRESH: Duration = Duration::from_secs(30);
+
+    /// The folder `dir` (whose keys start with `folder`), sorted.
+    fn sorted(&self, tree: &dyn FileTree, folder: &str, dir: Ino) -> Result<Arc<Sorted>> {
+        let generation = tree.generation();
+        {
+            let mut kept = self.lock();
+            kept.retain(|k| k.generation == generation && k.at.elapsed() < Self::FRESH);
+            if let Some(k) = kept.iter().find(|k| k.folder == folder) {
+                return Ok(k.sorted.clone());
+            }
+        }
+        let sorted = Arc::new(Sorted::new(tree.listing(dir)?));
+        let mut kept = self.lock();
+        if kept.len() >= Self::KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(Kept {
+            folder: folder.to_string(),
+            generation: tree.generation(),
+            at: Instant::now(),
+            sorted: sorted.clone(),
+        });
+        Ok(sorted)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Kept>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many folders were listed since made (tests count them).
+    pub fn kept(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 /// The page of at most `max` items whose keys start with `prefix` and come after `after`,
 /// rolled up at `delimiter` (after the prefix) into common prefixes.
 pub fn page(
     tree: &dyn FileTree,
+    folders: &Folders,
     prefix: &str,
     delimiter: Option<&str>,
     after: Option<&str>,
@@ -58,11 +175,11 @@ pub fn page(
     let mut items = match delimiter {
         None | Some("") => {
             let mut out = Vec::new();
-            walk(tree, ROOT, "", prefix, after, &mut out, want)?;
+            walk(tree, folders, ROOT, "", prefix, after, &mut out, want)?;
             out
         }
-        Some("/") => one_folder(tree, prefix, after, want)?,
-        Some(d) => rolled_up(tree, prefix, d, after, want)?,
+        Some("/") => one_folder(tree, folders, prefix, after, want)?,
+        Some(d) => rolled_up(tree, folders, prefix, d, after, want)?,
     };
     let truncated = max > 0 && items.len() > max;
     items.truncate(max);
@@ -73,6 +190,7 @@ pub fn page(
 /// those whose names start with the rest.
 fn one_folder(
     tree: &dyn FileTree,
+    folders: &Folders,
     prefix: &str,
     after: Option<&str>,
     want: usize,
@@ -84,33 +202,44 @@ fn one_folder(
     let Some(dir) = folder_of(tree, folder)? else {
         return Ok(Vec::new());
     };
+    let sorted = folders.sorted(tree, folder, dir)?;
+    // Keys with the prefix are contiguous; those at or before `after` are skipped.
+    let first_with_prefix = sorted.keys.partition_point(|k| k.as_str() < start);
+    let first_after = after
+        .and_then(|a| a.strip_prefix(folder))
+        .map_or(0, |rest| sorted.after(Some(rest)));
+    let skip_all = after.is_some_and(|a| !a.starts_with(folder) && a > folder);
     let mut out = Vec::new();
-    for (sort_key, entry) in sorted(tree, dir)? {
+    if skip_all {
+        return Ok(out);
+    }
+    for pos in first_with_prefix.max(first_after)..sorted.keys.len() {
         if out.len() >= want {
             break;
         }
-        if !entry.name.starts_with(start) {
-            continue;
+        let sort_key = &sorted.keys[pos];
+        if !sort_key.starts_with(start) {
+            break;
         }
         let key = format!("{folder}{sort_key}");
-        if after.is_some_and(|a| key.as_str() <= a) {
-            continue;
+        match sorted.kind(pos) {
+            Kind::Dir => out.push(Item::Prefix(key)),
+            Kind::File => {
+                if let Some(ino) = sorted.number(tree, pos)? {
+                    out.push(Item::Object { key, ino });
+                }
+            }
         }
-        out.push(match entry.kind {
-            Kind::Dir => Item::Prefix(key),
-            Kind::File => Item::Object {
-                key,
-                ino: entry.ino,
-            },
-        });
     }
     Ok(out)
 }
 
 /// Depth first from folder `dir` (whose keys start with `base`), in key order: the files
 /// whose keys start with `prefix` and come after `after`, until `out` holds `want`.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     tree: &dyn FileTree,
+    folders: &Folders,
     dir: Ino,
     base: &str,
     prefix: &str,
@@ -118,21 +247,56 @@ fn walk(
     out: &mut Vec<Item>,
     want: usize,
 ) -> Result<()> {
-    for (sort_key, entry) in sorted(tree, dir)? {
+    // Only keys with the prefix: all of this folder's (its keys start with the prefix),
+    // or those starting with the prefix's rest here, which sort together (and the one
+    // folder the rest may lie inside, just before them).
+    let rest_of_prefix = match prefix.strip_prefix(base) {
+        Some(rest) => rest,
+        None if base.starts_with(prefix) => "",
+        None => return Ok(()),
+    };
+    let sorted = folders.sorted(tree, base, dir)?;
+    let mut from = sorted.keys.partition_point(|k| k.as_str() < rest_of_prefix);
+    if from > 0
+        && sorted.kind(from - 1) == Kind::Dir
+        && rest_of_prefix.starts_with(sorted.keys[from - 1].as_str())
+    {
+        from -= 1;
+    }
+    // Where `after` falls in this folder: entries before it are skipped, but a folder
+    // whose keys `after` lies among is walked into.
+    if let Some(a) = after {
+        match a.strip_prefix(base) {
+            Some(rest) => {
+                let mut at = sorted.after(Some(rest));
+                if at > 0
+                    && sorted.kind(at - 1) == Kind::Dir
+                    && rest.starts_with(sorted.keys[at - 1].as_str())
+                {
+                    at -= 1;
+                }
+                from = from.max(at);
+            }
+            None if a > base => return Ok(()),
+            None => {}
+        }
+    }
+    for pos in from..sorted.keys.len() {
         if out.len() >= want {
             return Ok(());
         }
+        let sort_key = &sorted.keys[pos];
+        let inside = rest_of_prefix.starts_with(sort_key.as_str());
+        if !sort_key.starts_with(rest_of_prefix) && !inside {
+            return Ok(()); // past the keys with the prefix
+        }
         let key = format!("{base}{sort_key}");
-        match entry.kind {
+        match sorted.kind(pos) {
             Kind::Dir => {
-                if !(key.starts_with(prefix) || prefix.starts_with(&key)) {
+                let Some(ino) = sorted.number(tree, pos)? else {
                     continue;
-                }
-                // Every key below comes before `after` unless `after` lies inside.
-                if after.is_some_and(|a| key.as_str() < a && !a.starts_with(&key)) {
-                    continue;
-                }
-                match walk(tree, entry.ino, &key, prefix, after, out, want) {
+                };
+                match walk(tree, folders, ino, &key, prefix, after, out, want) {
                     Ok(()) => {}
                     // Gone since the listing (a vacuum): as if it never was.
                     Err(e) if gone(&e) => {}
@@ -140,11 +304,10 @@ fn walk(
                 }
             }
             Kind::File => {
-                if key.starts_with(prefix) && after.is_none_or(|a| key.as_str() > a) {
-                    out.push(Item::Object {
-                        key,
-                        ino: entry.ino,
-                    });
+                if sort_key.starts_with(rest_of_prefix) && after.is_none_or(|a| key.as_str() > a) {
+                    if let Some(ino) = sorted.number(tree, pos)? {
+                        out.push(Item::Object { key, ino });
+                    }
                 }
             }
         }
@@ -156,6 +319,7 @@ fn walk(
 /// rolled up into the common prefix that ends with it (read `STEP` keys at a time).
 fn rolled_up(
     tree: &dyn FileTree,
+    folders: &Folders,
     prefix: &str,
     delimiter: &str,
     after: Option<&str>,
@@ -165,7 +329,16 @@ fn rolled_up(
     let mut from = after.map(str::to_string);
     loop {
         let mut keys = Vec::new();
-        walk(tree, ROOT, "", prefix, from.as_deref(), &mut keys, STEP)?;
+        walk(
+            tree,
+            folders,
+            ROOT,
+            "",
+            prefix,
+            from.as_deref(),
+            &mut keys,
+            STEP,
+        )?;
         let Some(last) = keys.last() else {
             return Ok(out);
         };
@@ -221,28 +394,6 @@ pub fn plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('\0')
 }
 
-/// A folder's entries sorted by key: the name, with `/` after a folder's.
-fn sorted(tree: &dyn FileTree, dir: Ino) -> Result<Vec<(String, Entry)>> {
-    let mut entries: Vec<(String, Entry)> = tree
-        .list(dir)?
-        .into_iter()
-        .map(|e| {
-            let key = match e.kind {
-                Kind::Dir => format!("{}/", e.name),
-                Kind::File => e.name.clone(),
-            };
-            (key, e)
-        })
-        .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries)
-}
-
-/// An error that means the file or folder is not there (any more).
-pub fn gone(e: &crate::error::Error) -> bool {
-    matches!(e.errno(), libc::ENOENT | libc::ENOTDIR)
-}
-
 /// The continuation token of a page that ends with `key`: the key in hex, so that it
 /// resumes the walk without anything kept on the server.
 pub fn token(key: &str) -> String {
@@ -270,7 +421,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::view::Info;
-    use crate::view::{Lifetime, Stat};
+    use crate::view::{Entry, Lifetime, Stat};
 
     /// A tree of paths (a trailing `/` makes a folder), listed in reverse order to show
     /// that the listing sorts.
@@ -375,6 +526,16 @@ mod tests {
         "latest/cells.csv",
         "é",
     ];
+
+    fn page(
+        tree: &dyn FileTree,
+        prefix: &str,
+        delimiter: Option<&str>,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Page> {
+        super::page(tree, &Folders::default(), prefix, delimiter, after, max)
+    }
 
     fn keys(page: &Page) -> Vec<&str> {
         page.items.iter().map(Item::key).collect()

@@ -8,11 +8,17 @@ use std::sync::Arc;
 use crate::array::OpenOptions;
 use crate::daemon::Signals;
 use crate::error::{Error, Result};
+use crate::secret::Secret;
 use crate::storage::s3::S3Options;
 use crate::view::prefetch::Prefetcher;
-
-use super::{conn, http, nfs, s3api, webdav};
 use crate::view::{open_disk_cache, open_source, ChunkOptions, FileTree};
+
+use super::budget::Budget;
+use super::conn::{self, Slots};
+use super::origin::{Cors, Rules};
+use super::sizing::Sizing;
+use super::tls::TlsFiles;
+use super::{http, nfs, s3api, webdav};
 
 pub use super::conn::Limits;
 
@@ -28,48 +34,55 @@ pub struct ServeRequest {
     pub disk_cache: Option<crate::storage::diskcache::CacheConfig>,
     /// Threads reading the tree (blocking work); as many serve the network.
     pub threads: usize,
-    pub faces: Faces,
+    pub doors: Doors,
 }
 
-/// Which faces listen where, and what guards them.
+/// Which doors listen where, and what guards them.
 #[derive(Debug, Clone, Default)]
-pub struct Faces {
-    /// HTTP; `fragfs serve` uses [`DEFAULT_HTTP`] when no face is named.
+pub struct Doors {
+    /// HTTP; `fragfs serve` uses [`DEFAULT_HTTP`] when no door is named.
     pub http: Option<SocketAddr>,
     /// WebDAV (read-only, class 1).
     pub webdav: Option<SocketAddr>,
     /// Required by HTTP and WebDAV as a bearer token or basic-auth password.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// NFSv3 (with MOUNT and a portmapper on the same port); it has no access
     /// control, so beyond loopback only with `insecure_listen`.
     pub nfs: Option<SocketAddr>,
     /// The S3 API (one read-only bucket).
     pub s3: Option<SocketAddr>,
     /// The S3 API's keys and bucket name.
-    pub s3_face: s3api::S3Face,
+    pub s3_door: s3api::S3Door,
     /// Listen beyond loopback without an access control.
     pub insecure_listen: bool,
+    /// Names, besides the loopback ones, that requests to a listener without an access
+    /// control may carry as `Host` (`--allowed-host`; see [`super::origin`]).
+    pub allowed_hosts: Vec<String>,
+    /// Origins whose pages may read the answers (`--cors-origin`; `*`: all, with a
+    /// token).
+    pub cors_origins: Vec<String>,
+    /// HTTPS for the HTTP, WebDAV and S3 doors.
+    pub tls: Option<TlsFiles>,
     pub limits: Limits,
 }
 
-/// The address `fragfs serve` listens on when no face is named.
+/// The address `fragfs serve` listens on when no door is named.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
 /// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
-    if [
-        request.faces.http,
-        request.faces.webdav,
-        request.faces.nfs,
-        request.faces.s3,
-    ]
-    .iter()
-    .all(Option::is_none)
+    let doors = &mut request.doors;
+    if [doors.http, doors.webdav, doors.nfs, doors.s3]
+        .iter()
+        .all(Option::is_none)
     {
-        request.faces.http = DEFAULT_HTTP.parse().ok();
+        doors.http = DEFAULT_HTTP.parse().ok();
     }
-    request.faces.check_access()?;
+    for warning in request.doors.check_access()? {
+        log::warn!("{warning}");
+        eprintln!("fragfs: warning: {warning}");
+    }
     crate::mount::limit_heap_arenas();
     // Before any thread exists, so every thread inherits the blocked mask and only the
     // waiting thread below sees these signals.
@@ -82,9 +95,9 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
         request.cache_size,
         open_disk_cache(request.disk_cache.as_ref())?,
     )?;
-    let server = Server::start(tree, &request.faces, request.threads)?;
-    for (face, url) in server.urls() {
-        ready(face, &url);
+    let server = Server::start(tree, &request.doors, request.threads)?;
+    for (door, url) in server.urls() {
+        ready(door, &url);
     }
     let sig = signals
         .wait()
@@ -95,24 +108,28 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
     Ok(())
 }
 
-/// The faces of one tree, serving on their own runtime until [`Server::stop`] (or drop).
+/// The doors of one tree, serving on their own runtime until [`Server::stop`] (or drop).
 pub struct Server {
     runtime: Option<tokio::runtime::Runtime>,
     stop: tokio::sync::watch::Sender<bool>,
     running: Vec<tokio::task::JoinHandle<()>>,
     http: Option<SocketAddr>,
-    /// Connections of every face together.
+    /// Connections of every door together.
     counts: Arc<conn::Counts>,
     webdav: Option<SocketAddr>,
     nfs: Option<SocketAddr>,
     /// The S3 API's address and bucket.
     s3: Option<(SocketAddr, String)>,
+    /// Whether the HTTP-based doors speak TLS.
+    https: bool,
+    budget: Arc<Budget>,
 }
 
 impl Server {
-    /// Binds every face of `faces` (an address in use is an error naming the face) and
-    /// starts serving `tree` with `threads` threads.
-    pub fn start(tree: Arc<dyn FileTree>, faces: &Faces, threads: usize) -> Result<Server> {
+    /// Binds every door of `doors` (an address in use is an error naming the door) and
+    /// starts serving `tree` with `threads` threads. The access rules are not checked
+    /// here (see [`Doors::check_access`]): tests and embedders serve as they choose.
+    pub fn start(tree: Arc<dyn FileTree>, doors: &Doors, threads: usize) -> Result<Server> {
         let threads = threads.max(1);
         // As many threads read the tree as serve the network, as the mount has as many
         // serving threads: with more, each chunk of a body woke a thread that had gone
@@ -129,7 +146,9 @@ impl Server {
             .enable_all()
             .build()
             .map_err(|e| Error::io(Path::new("runtime"), e))?;
+        let tls = doors.tls.as_ref().map(super::tls::acceptor).transpose()?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        let budget = Arc::new(Budget::new(doors.limits.answer_memory));
         let mut server = Server {
             runtime: None,
             stop,
@@ -139,57 +158,95 @@ impl Server {
             webdav: None,
             nfs: None,
             s3: None,
+            https: tls.is_some(),
+            budget: budget.clone(),
         };
-        // One HTTP face (and its read-ahead workers) answers the files of every face.
-        let files = Arc::new(http::HttpFace {
+        let slots = Arc::new(Slots::new(&doors.limits));
+        // Text files are rendered to learn their size in a pool of their own, never on
+        // the threads that read bytes.
+        let sizing = Sizing::start(
+            tree.clone(),
+            (threads / 2).max(1),
+            doors.limits.sizing_deadline,
+        );
+        // One HTTP door (and its read-ahead workers) answers the files of every door.
+        let files = Arc::new(http::HttpDoor {
             tree: tree.clone(),
-            token: faces.token.clone(),
+            token: doors.token.clone(),
             ahead: Some(Arc::new(Prefetcher::new(tree.clone(), threads))),
+            sizing: sizing.clone(),
+            budget: budget.clone(),
         });
-        if let Some(addr) = faces.http {
+        let guarded = doors.token.is_some();
+        let door = |name, addr: SocketAddr, guarded, methods, allowed: &[String]| {
+            let cors =
+                Cors::from_args(&doors.cors_origins, guarded).map_err(Error::InvalidArgument)?;
+            Ok::<_, Error>(conn::Door {
+                name,
+                rules: Arc::new(Rules::new(addr, guarded, allowed, cors)),
+                methods,
+                tls: tls.clone(),
+            })
+        };
+        if let Some(addr) = doors.http {
             let listener = bind(&runtime, addr, "HTTP")?;
             server.http = listener.local_addr().ok();
-            let face = files.clone();
-            let service = hyper::service::service_fn(move |req| face.clone().answer(req));
-            let limits = faces.limits.clone();
+            let files = files.clone();
+            let service = hyper::service::service_fn(move |req| files.clone().answer(req));
+            let door = door("http", addr, guarded, http::METHODS, &doors.allowed_hosts)?;
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,
-                limits,
+                door,
+                doors.limits.clone(),
+                slots.clone(),
                 stopped.clone(),
-                "http",
                 server.counts.clone(),
             )));
         }
-        if let Some(addr) = faces.webdav {
+        if let Some(addr) = doors.webdav {
             let listener = bind(&runtime, addr, "WebDAV")?;
             server.webdav = listener.local_addr().ok();
-            let face = Arc::new(webdav::WebDavFace::new(files.clone()));
-            let service = hyper::service::service_fn(move |req| face.clone().answer(req));
+            let dav = Arc::new(webdav::WebDavDoor::new(files.clone()));
+            let service = hyper::service::service_fn(move |req| dav.clone().answer(req));
+            let door = door(
+                "webdav",
+                addr,
+                guarded,
+                webdav::METHODS,
+                &doors.allowed_hosts,
+            )?;
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,
-                faces.limits.clone(),
+                door,
+                doors.limits.clone(),
+                slots.clone(),
                 stopped.clone(),
-                "webdav",
                 server.counts.clone(),
             )));
         }
-        if let Some(addr) = faces.nfs {
+        if let Some(addr) = doors.nfs {
             let listener = bind(&runtime, addr, "NFS")?;
             server.nfs = listener.local_addr().ok();
             let port = server.nfs.map_or(0, |a| a.port());
-            let face = Arc::new(nfs::NfsFace::new(tree.clone(), port, nfs::handles::HELD));
+            let nfs_door = Arc::new(
+                nfs::NfsDoor::new(tree.clone(), port, nfs::handles::HELD)
+                    .with_sizes(sizing.clone()),
+            );
             server.running.push(runtime.spawn(nfs::connection::serve(
                 listener,
-                face,
-                faces.limits.clone(),
+                nfs_door,
+                sizing.clone(),
+                budget.clone(),
+                doors.limits.clone(),
+                slots.clone(),
                 stopped.clone(),
                 server.counts.clone(),
             )));
         }
-        if let Some(addr) = faces.s3 {
-            let bucket = match &faces.s3_face.bucket {
+        if let Some(addr) = doors.s3 {
+            let bucket = match &doors.s3_door.bucket {
                 Some(b) => b.clone(),
                 None => s3api::bucket_name(&tree.source()),
             };
@@ -197,13 +254,32 @@ impl Server {
             if let Ok(a) = listener.local_addr() {
                 server.s3 = Some((a, bucket.clone()));
             }
-            let service = s3api::service(tree.clone(), files.ahead.clone(), bucket, &faces.s3_face);
+            let service = s3api::service(
+                tree.clone(),
+                files.ahead.clone(),
+                sizing.clone(),
+                budget.clone(),
+                bucket,
+                &doors.s3_door,
+            );
+            // Virtual-hosted requests name the bucket in the host: the domain's names
+            // are the server's.
+            let mut allowed = doors.allowed_hosts.clone();
+            allowed.extend(doors.s3_door.domain.iter().map(|d| format!(".{d}")));
+            let door = door(
+                "s3",
+                addr,
+                doors.s3_door.keys.is_some(),
+                s3api::METHODS,
+                &allowed,
+            )?;
             server.running.push(runtime.spawn(conn::serve(
                 listener,
                 service,
-                faces.limits.clone(),
+                door,
+                doors.limits.clone(),
+                slots.clone(),
                 stopped.clone(),
-                "s3",
                 server.counts.clone(),
             )));
         }
@@ -211,29 +287,41 @@ impl Server {
         Ok(server)
     }
 
-    /// The address the HTTP face listens on (the port chosen when asked for port 0).
+    /// The address the HTTP door listens on (the port chosen when asked for port 0).
     pub fn http_addr(&self) -> Option<SocketAddr> {
         self.http
     }
 
-    /// Connections open now (all faces): what a client that went away still costs.
+    /// Connections open now (all doors): what a client that went away still costs.
     pub fn connections(&self) -> usize {
         self.counts.open.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Connections accepted since the start (all faces).
+    /// Connections accepted since the start (all doors).
     pub fn accepted(&self) -> usize {
         self.counts
             .accepted
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The address the WebDAV face listens on.
+    /// Connections closed at once because their client held all its own.
+    pub fn refused(&self) -> usize {
+        self.counts
+            .refused
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Bytes of the answers' memory budget free now.
+    pub fn budget_free(&self) -> usize {
+        self.budget.free()
+    }
+
+    /// The address the WebDAV door listens on.
     pub fn webdav_addr(&self) -> Option<SocketAddr> {
         self.webdav
     }
 
-    /// The address the NFS face listens on.
+    /// The address the NFS door listens on.
     pub fn nfs_addr(&self) -> Option<SocketAddr> {
         self.nfs
     }
@@ -243,20 +331,21 @@ impl Server {
         self.s3.clone()
     }
 
-    /// Each face and its URL (the S3 API's: its bucket, path style).
+    /// Each door and its URL (the S3 API's: its bucket, path style).
     pub fn urls(&self) -> Vec<(&'static str, String)> {
+        let scheme = if self.https { "https" } else { "http" };
         let mut out = Vec::new();
         if let Some(a) = self.http {
-            out.push(("http", format!("http://{a}/")));
+            out.push(("http", format!("{scheme}://{a}/")));
         }
         if let Some(a) = self.webdav {
-            out.push(("webdav", format!("http://{a}/")));
+            out.push(("webdav", format!("{scheme}://{a}/")));
         }
         if let Some(a) = self.nfs {
             out.push(("nfs", format!("nfs://{a}/")));
         }
         if let Some((a, bucket)) = &self.s3 {
-            out.push(("s3", format!("http://{a}/{bucket}/")));
+            out.push(("s3", format!("{scheme}://{a}/{bucket}/")));
         }
         out
     }
@@ -298,28 +387,46 @@ impl Drop for Server {
     }
 }
 
-impl Faces {
-    /// A face may listen beyond loopback only behind an access control, or when asked
-    /// to with `--insecure-listen`.
-    pub fn check_access(&self) -> Result<()> {
-        if let Some(addr) = self.http {
-            if !addr.ip().is_loopback() && self.token.is_none() && !self.insecure_listen {
+impl Doors {
+    /// Refuses what would let in whom it must not: a door beyond loopback without an
+    /// access control (unless `--insecure-listen`), a token or S3 key shorter than
+    /// [`crate::secret::MIN_SECRET_BYTES`], CORS for every origin without a token, a
+    /// bad bucket or domain name. Returns the warnings to print at start: a secret
+    /// that would travel in clear over a network.
+    pub fn check_access(&self) -> Result<Vec<String>> {
+        if let Some(token) = &self.token {
+            token
+                .check_strength("--token")
+                .map_err(Error::InvalidArgument)?;
+        }
+        if let Some((access, secret)) = &self.s3_door.keys {
+            Secret::new(access.clone())
+                .check_strength("--s3-access-key")
+                .map_err(Error::InvalidArgument)?;
+            secret
+                .check_strength("--s3-secret-key")
+                .map_err(Error::InvalidArgument)?;
+        }
+        let beyond = |addr: &Option<SocketAddr>| addr.filter(|a| !a.ip().is_loopback());
+        if let Some(addr) = beyond(&self.http) {
+            if self.token.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
-                    "--http {addr} is reachable beyond this machine: give --token (clients \
-                     send it as a bearer token or a basic-auth password), or --insecure-listen"
+                    "--http {addr} is reachable beyond this machine: give --token-file (clients \
+                     send the token as a bearer token or a basic-auth password), or \
+                     --insecure-listen"
                 )));
             }
         }
-        if let Some(addr) = self.webdav {
-            if !addr.ip().is_loopback() && self.token.is_none() && !self.insecure_listen {
+        if let Some(addr) = beyond(&self.webdav) {
+            if self.token.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
-                    "--webdav {addr} is reachable beyond this machine: give --token (clients \
-                     send it as a basic-auth password), or --insecure-listen"
+                    "--webdav {addr} is reachable beyond this machine: give --token-file \
+                     (clients send the token as a basic-auth password), or --insecure-listen"
                 )));
             }
         }
-        if let Some(addr) = self.nfs {
-            if !addr.ip().is_loopback() && !self.insecure_listen {
+        if let Some(addr) = beyond(&self.nfs) {
+            if !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--nfs {addr} is reachable beyond this machine and NFSv3 has no \
                      authentication (any client may claim any user): give \
@@ -327,7 +434,7 @@ impl Faces {
                 )));
             }
         }
-        if let Some(bucket) = &self.s3_face.bucket {
+        if let Some(bucket) = &self.s3_door.bucket {
             if !s3api::valid_bucket(bucket) {
                 return Err(Error::InvalidArgument(format!(
                     "--bucket {bucket:?} is not a bucket name (3-63 of a-z, 0-9, . and -, \
@@ -335,7 +442,7 @@ impl Faces {
                 )));
             }
         }
-        if let Some(domain) = &self.s3_face.domain {
+        if let Some(domain) = &self.s3_door.domain {
             if !s3api::valid_domain(domain) {
                 return Err(Error::InvalidArgument(format!(
                     "--s3-domain {domain:?} is not a domain name (dot-separated labels of \
@@ -343,38 +450,76 @@ impl Faces {
                 )));
             }
         }
-        if let Some(addr) = self.s3 {
-            if !addr.ip().is_loopback() && self.s3_face.keys.is_none() && !self.insecure_listen {
+        if let Some(addr) = beyond(&self.s3) {
+            if self.s3_door.keys.is_none() && !self.insecure_listen {
                 return Err(Error::InvalidArgument(format!(
                     "--s3 {addr} is reachable beyond this machine: give --s3-access-key and \
-                     --s3-secret-key (clients sign with them), or --insecure-listen"
+                     --s3-secret-key-file (clients sign with them), or --insecure-listen"
                 )));
             }
         }
-        Ok(())
+        for host in &self.allowed_hosts {
+            let name = host.trim_start_matches('.');
+            if !s3api::valid_domain(name.trim_end_matches('.')) {
+                return Err(Error::InvalidArgument(format!(
+                    "--allowed-host {host:?} is not a host name (a leading . allows every \
+                     name below it)"
+                )));
+            }
+        }
+        let tokened = self.http.is_some() || self.webdav.is_some();
+        if tokened {
+            Cors::from_args(&self.cors_origins, self.token.is_some())
+                .map_err(Error::InvalidArgument)?;
+        }
+        if self.s3.is_some() {
+            Cors::from_args(&self.cors_origins, self.s3_door.keys.is_some())
+                .map_err(Error::InvalidArgument)?;
+        }
+        let mut warnings = Vec::new();
+        if self.tls.is_none() {
+            for (door, addr, secret) in [
+                ("--http", beyond(&self.http), self.token.is_some()),
+                ("--webdav", beyond(&self.webdav), self.token.is_some()),
+                ("--s3", beyond(&self.s3), self.s3_door.keys.is_some()),
+            ] {
+                if let (Some(addr), true) = (addr, secret) {
+                    warnings.push(format!(
+                        "{door} {addr}: the {} travels in clear beyond this machine: give \
+                         --tls-cert and --tls-key (or put an HTTPS proxy in front)",
+                        if door == "--s3" {
+                            "signed requests (and what they read)"
+                        } else {
+                            "token"
+                        }
+                    ));
+                }
+            }
+        }
+        Ok(warnings)
     }
 }
 
-/// Says on stdout (one line per face, flushed: scripts and tests wait for it) and in
-/// the log where a face listens; with port 0 the system chose the port.
-fn ready(face: &str, url: &str) {
+/// Says on stdout (one line per door, flushed: scripts and tests wait for it) and in
+/// the log where a door listens; with port 0 the system chose the port.
+fn ready(door: &str, url: &str) {
     use std::io::Write;
-    log::info!("serving over {face} on {url}");
+    log::info!("serving over {door} on {url}");
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{face} {url}");
+    let _ = writeln!(out, "{door} {url}");
     let _ = out.flush();
 }
 
 fn bind(
     runtime: &tokio::runtime::Runtime,
     addr: SocketAddr,
-    face: &str,
+    door: &str,
 ) -> Result<tokio::net::TcpListener> {
     let _entered = runtime.enter();
     let std_listener = std::net::TcpListener::bind(addr).map_err(|e| {
         Error::setup(
             e.raw_os_error().unwrap_or(libc::EADDRINUSE),
-            format!("{face}: cannot listen on {addr}: {e}"),
+            format!("{door}: cannot listen on {addr}: {e}"),
         )
     })?;
     std_listener

@@ -1,20 +1,23 @@
-//! The WebDAV face: read-only WebDAV class 1 (RFC 4918) over the tree, so that macOS
+//! The WebDAV door: read-only WebDAV class 1 (RFC 4918) over the tree, so that macOS
 //! Finder, Windows Explorer, davfs2 and rclone mount or copy it with no FUSE in the
 //! server.
 //!
 //! Only what a read-only class-1 server needs: `OPTIONS` (`DAV: 1`), `PROPFIND` of
-//! depth 0 or 1 answered from `stat` (and, for a text file not yet sized, the tree's
-//! `size`, since WebDAV clients trust `getcontentlength`), and `GET`/`HEAD`, which
-//! are the HTTP face's own answers (ranges, validators, streaming, errors), so a file
-//! reads and validates the same over both. Every write (`PUT`, `DELETE`, `MKCOL`,
+//! depth 0 or 1, and `GET`/`HEAD`, which are the HTTP door's own answers (ranges,
+//! validators, streaming, errors), so a file reads and validates the same over both.
+//! A `PROPFIND` answers from `stat`; WebDAV clients trust `getcontentlength`, so a
+//! text file not yet sized is sized in the sizing pool ([`super::sizing`]), and one
+//! that could not be in time is listed without it. The multistatus of a folder is
+//! streamed page by page ([`super::listing`]), whatever its size, and what a body may
+//! ask is bounded ([`crate::wire::propfind`]). Every write (`PUT`, `DELETE`, `MKCOL`,
 //! `COPY`, `MOVE`, `PROPPATCH`) answers 403; `LOCK`/`UNLOCK`, which a class-1 server
 //! does not offer, answer 405. Not advertising class 2 is what makes Finder mount the
 //! share read-only instead of failing its first write.
 //!
 //! Written on hyper rather than with the `dav-server` crate: its `DavMetaData` wants a
 //! file's length before the file is opened and a path-less `etag()`, its GET has its
-//! own range logic, and it carries a lock system and write paths this face must refuse;
-//! here a GET is byte for byte the HTTP face's, and the subset is small.
+//! own range logic, and it carries a lock system and write paths this door must refuse;
+//! here a GET is byte for byte the HTTP door's, and the subset is small.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,7 +30,8 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::file::{content_type, etag, http_date, Body};
-use super::http::{error, text, HttpFace};
+use super::http::{error, not_sized, text, unauthorized, HttpDoor};
+use super::listing::{self, Shown};
 use crate::error::Result;
 use crate::view::{FileTree, Ino, Kind, Stat, ROOT};
 use crate::wire::path::{self, encode, BadPath};
@@ -35,14 +39,14 @@ use crate::wire::propfind::{self, Refused, Wanted, DAV, MAX_BODY};
 
 /// Time a client has to send a `PROPFIND` body once its head arrived.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// The methods this face answers with something other than a refusal.
-const ALLOW: &str = "OPTIONS, GET, HEAD, PROPFIND";
+/// The methods this door answers with something other than a refusal.
+pub const METHODS: &str = "OPTIONS, GET, HEAD, PROPFIND";
 
 /// One served tree over WebDAV, guarded as the HTTP face is.
-pub struct WebDavFace {
+pub struct WebDavDoor {
     tree: Arc<dyn FileTree>,
     /// `GET`/`HEAD` are the HTTP face's; it also holds the token.
-    http: Arc<HttpFace>,
+    http: Arc<HttpDoor>,
     /// The time of a node that has none (the array's own files, `latest/`), as a mount
     /// shows it: when serving started.
     started_ms: u64,
@@ -58,11 +62,11 @@ const LIVE: [&str; 6] = [
     "getcontenttype",
 ];
 
-impl WebDavFace {
+impl WebDavDoor {
     /// The WebDAV face of the tree `http` serves, guarded by the same token (required as
     /// a basic-auth password, or a bearer token, when set).
-    pub fn new(http: Arc<HttpFace>) -> WebDavFace {
-        WebDavFace {
+    pub fn new(http: Arc<HttpDoor>) -> WebDavDoor {
+        WebDavDoor {
             tree: http.tree.clone(),
             http,
             started_ms: std::time::SystemTime::now()
@@ -87,12 +91,7 @@ impl WebDavFace {
             return self.http.clone().answer(req).await;
         }
         if !self.http.authorized(req.headers()) {
-            let mut r = text(StatusCode::UNAUTHORIZED, "a token is required\n");
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"fragfs\", charset=\"UTF-8\""),
-            );
-            return Ok(closing(r));
+            return Ok(closing(unauthorized()));
         }
         let answer = match method.as_str() {
             "PROPFIND" => self.propfind(req).await,
@@ -106,7 +105,7 @@ impl WebDavFace {
                     "read-only WebDAV class 1: no locks, no writes\n",
                 );
                 r.headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+                    .insert(header::ALLOW, HeaderValue::from_static(METHODS));
                 closing(r)
             }
         };
@@ -162,95 +161,170 @@ impl WebDavFace {
                 return text(StatusCode::PAYLOAD_TOO_LARGE, &format!("{why}\n"))
             }
         };
-        let face = self.clone();
-        let reply =
-            tokio::task::spawn_blocking(move || face.multistatus(&path, depth, &wanted)).await;
-        reply.unwrap_or_else(|e| {
-            log::error!("webdav: a request's task failed: {e}");
-            text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n")
+        let wanted = Arc::new(wanted);
+        let door = self.clone();
+        let (path2, wanted2) = (path.clone(), wanted.clone());
+        let found = tokio::task::spawn_blocking(move || door.find(&path2)).await;
+        let found = match found {
+            Ok(Ok(f)) => f,
+            Ok(Err(response)) => return *response,
+            Err(e) => {
+                log::error!("webdav: a request's task failed: {e}");
+                return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
+            }
+        };
+        // The node itself: a file's size rendered in the sizing pool if not known.
+        let mut size = found.size;
+        if !found.dir && size.is_none() {
+            match self.http.sizing.size(found.ino).await {
+                Ok(s) => size = Some(s),
+                Err(why) => return not_sized(&path, why),
+            }
+        }
+        let mut head = String::from(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
+        );
+        let door = self.clone();
+        let f = found.clone();
+        let own = tokio::task::spawn_blocking(move || {
+            let mut out = String::new();
+            door.response(
+                &mut out, &f.href, &f.display, f.ino, &f.stat, size, &wanted2,
+            );
+            out
         })
+        .await;
+        match own {
+            Ok(own) => head.push_str(&own),
+            Err(e) => {
+                log::error!("webdav: a request's task failed: {e}");
+                return text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n");
+            }
+        }
+        let tail = "</D:multistatus>\n".to_string();
+        let pages = match (depth, found.listing) {
+            (1, Some(listing)) => {
+                let door = self.clone();
+                let base = found.href.clone();
+                let render = move |_: &dyn FileTree, shown: &[Shown], _: usize| {
+                    let mut out = String::new();
+                    for e in shown {
+                        let href =
+                            format!("{base}{}{}", encode(&e.name), if e.dir { "/" } else { "" });
+                        let stat = Stat {
+                            kind: if e.dir { Kind::Dir } else { Kind::File },
+                            size: e.size.unwrap_or(0),
+                            nlink: 1,
+                            mtime_ms: e.mtime_ms,
+                            exact_size: e.size.is_some(),
+                        };
+                        door.response(&mut out, &href, &e.name, e.ino, &stat, e.size, &wanted);
+                    }
+                    out
+                };
+                listing::stream(
+                    self.tree.clone(),
+                    listing,
+                    Some(self.http.sizing.clone()),
+                    head,
+                    render,
+                    tail,
+                )
+            }
+            _ => {
+                head.push_str(&tail);
+                Box::pin(futures::stream::once(async move {
+                    Ok::<_, std::io::Error>(Bytes::from(head))
+                }))
+            }
+        };
+        let mut r = Response::new(super::file::body(pages));
+        *r.status_mut() = StatusCode::MULTI_STATUS;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/xml; charset=utf-8"),
+        );
+        r
     }
 
-    /// The 207 answer to a PROPFIND of `raw` (a URL path), on a blocking thread.
-    fn multistatus(&self, raw: &str, depth: u8, wanted: &Wanted) -> Response<Body> {
+    /// The node a PROPFIND of `raw` (a URL path) names, with its listing if a folder;
+    /// or the answer that it is not there. On a blocking thread.
+    fn find(&self, raw: &str) -> std::result::Result<Found, Box<Response<Body>>> {
         let (names, trailing) = match path::segments(raw) {
             Ok(p) => p,
-            Err(BadPath(why)) => return text(StatusCode::BAD_REQUEST, &format!("{why}\n")),
+            Err(BadPath(why)) => {
+                return Err(Box::new(text(StatusCode::BAD_REQUEST, &format!("{why}\n"))))
+            }
         };
         let tree = &*self.tree;
         let mut ino = ROOT;
         for name in &names {
             ino = match tree.lookup(ino, name) {
                 Ok(entry) => entry.ino,
-                Err(e) => return error(raw, &e),
+                Err(e) => return Err(Box::new(error(raw, &e))),
             };
         }
-        let stat = match tree.stat(ino) {
-            Ok(s) => s,
-            Err(e) => return error(raw, &e),
-        };
-        if stat.kind == Kind::File && trailing {
-            return text(StatusCode::NOT_FOUND, "a file, not a folder\n");
-        }
-        let mut out = String::from(
-            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
-        );
-        let display = names.last().cloned().unwrap_or_default();
-        self.response(&mut out, &names, &display, ino, &stat, wanted);
-        if depth == 1 && stat.kind == Kind::Dir {
-            let list = match tree.list(ino) {
-                Ok(l) => l,
-                Err(e) => return error(raw, &e),
-            };
-            let mut child_names = names.clone();
-            for entry in list {
-                // An entry that went away since the listing (a vacuum) is left out.
-                let Ok(child) = tree.stat(entry.ino) else {
-                    continue;
-                };
-                child_names.push(entry.name);
-                let name = child_names.last().cloned().unwrap_or_default();
-                self.response(&mut out, &child_names, &name, entry.ino, &child, wanted);
-                child_names.pop();
-            }
-        }
-        out.push_str("</D:multistatus>\n");
-        xml(StatusCode::MULTI_STATUS, out)
-    }
-
-    /// One `<D:response>`: the node's properties that were found (200), are not
-    /// defined for it (404) or failed (500).
-    fn response(
-        &self,
-        out: &mut String,
-        names: &[String],
-        display: &str,
-        ino: Ino,
-        stat: &Stat,
-        wanted: &Wanted,
-    ) {
+        let stat = tree.stat(ino).map_err(|e| Box::new(error(raw, &e)))?;
         let dir = stat.kind == Kind::Dir;
+        if !dir && trailing {
+            return Err(Box::new(text(
+                StatusCode::NOT_FOUND,
+                "a file, not a folder\n",
+            )));
+        }
         let mut href = String::from("/");
-        for n in names {
+        for n in &names {
             href.push_str(&encode(n));
             href.push('/');
         }
         if !dir {
             href.pop();
         }
+        let listing = match dir {
+            true => Some(listing::take(tree, ino).map_err(|e| Box::new(error(raw, &e)))?),
+            false => None,
+        };
+        Ok(Found {
+            href,
+            display: names.last().cloned().unwrap_or_default(),
+            ino,
+            dir,
+            size: (!dir && stat.exact_size).then_some(stat.size),
+            stat,
+            listing,
+        })
+    }
+
+    /// One `<D:response>`: the node's properties that were found (200), are not
+    /// defined for it (404) or failed (500). `size` is a file's, where known.
+    #[allow(clippy::too_many_arguments)]
+    fn response(
+        &self,
+        out: &mut String,
+        href: &str,
+        display: &str,
+        ino: Ino,
+        stat: &Stat,
+        size: Option<u64>,
+        wanted: &Wanted,
+    ) {
         let mut found = String::new();
         let mut missing = String::new();
         let mut failed = String::new();
-        let asked: Vec<(String, String)> = match wanted {
-            Wanted::Props(p) => p.clone(),
-            _ => LIVE
-                .iter()
-                .map(|n| ("DAV:".to_string(), n.to_string()))
-                .collect(),
+        let live: Vec<(String, String)>;
+        let asked: &[(String, String)] = match wanted {
+            Wanted::Props(p) => p,
+            _ => {
+                live = LIVE
+                    .iter()
+                    .map(|n| (DAV.to_string(), n.to_string()))
+                    .collect();
+                &live
+            }
         };
-        for (ns, local) in &asked {
+        for (ns, local) in asked {
             let value = if ns == DAV {
-                self.property(local, names, display, ino, stat)
+                self.property(local, href, display, ino, stat, size)
             } else {
                 Ok(None)
             };
@@ -271,7 +345,7 @@ impl WebDavFace {
             }
         }
         out.push_str("<D:response><D:href>");
-        out.push_str(&href);
+        out.push_str(href);
         out.push_str("</D:href>");
         for (props, status) in [
             (found, "200 OK"),
@@ -290,14 +364,16 @@ impl WebDavFace {
     }
 
     /// The value of the WebDAV property `local` (XML, already escaped), `None` when the
-    /// node has none.
+    /// node has none (a text file whose size could not be learnt in time has no
+    /// `getcontentlength`).
     fn property(
         &self,
         local: &str,
-        names: &[String],
+        href: &str,
         display: &str,
         ino: Ino,
         stat: &Stat,
+        size: Option<u64>,
     ) -> Result<Option<String>> {
         let tree = &*self.tree;
         let file = stat.kind == Kind::File;
@@ -308,32 +384,39 @@ impl WebDavFace {
             } else {
                 "<D:collection/>".into()
             }),
-            "getcontentlength" if file => Some(
-                if stat.exact_size {
-                    stat.size
-                } else {
-                    tree.size(ino)?
-                }
-                .to_string(),
-            ),
+            "getcontentlength" if file => size.map(|s| s.to_string()),
             "getlastmodified" => Some(http_date(stat.mtime_ms.unwrap_or(self.started_ms))),
-            // The HTTP face's tag for the same path, so clients and caches can mix faces:
-            // a text file's once it was sized (as listed here), as a GET then gives it.
+            // The HTTP door's tag for the same path, so clients and caches can mix doors.
             "getetag" if file => {
-                let sized;
-                let stat = if stat.exact_size {
-                    stat
-                } else {
-                    tree.size(ino)?;
-                    sized = tree.stat(ino)?;
-                    &sized
-                };
-                etag(tree, &names.join("/"), ino, stat)?.map(|t| escape(&t))
+                let path = decoded_path(href);
+                etag(tree, &path, ino, stat)?.map(|t| escape(&t))
             }
             "getcontenttype" if file => Some(content_type(display).to_string()),
             _ => None,
         })
     }
+}
+
+/// The node a PROPFIND names.
+#[derive(Clone)]
+struct Found {
+    /// Its `href` (percent-encoded, a folder's with a trailing slash).
+    href: String,
+    display: String,
+    ino: Ino,
+    dir: bool,
+    stat: Stat,
+    size: Option<u64>,
+    listing: Option<Arc<crate::view::Listing>>,
+}
+
+/// A tree path (`latest/a/values.bin`) from an href of this door.
+fn decoded_path(href: &str) -> String {
+    href.trim_matches('/')
+        .split('/')
+        .map(|p| path::decode(p).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// `<D:name>value</D:name>`, or the element in its own namespace.
@@ -380,7 +463,7 @@ fn options() -> Response<Body> {
     );
     let h = r.headers_mut();
     h.insert("dav", HeaderValue::from_static("1"));
-    h.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+    h.insert(header::ALLOW, HeaderValue::from_static(METHODS));
     // Windows' WebDAV redirector looks for it before it believes a server is one.
     h.insert("ms-author-via", HeaderValue::from_static("DAV"));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(0));

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::storage::diskcache::{CacheKey, DiskCache, Entry};
 
 use super::info::Info;
-use super::{Entry as DirEntry, FileTree, Ino, Kind, Lifetime, OpenGuard, Stat};
+use super::{Entry as DirEntry, FileTree, Ino, Kind, Lifetime, Listing, OpenGuard, Stat};
 
 pub struct CachedTree {
     inner: Arc<dyn FileTree>,
@@ -184,6 +184,14 @@ impl FileTree for CachedTree {
 
     fn lookup(&self, parent: Ino, name: &str) -> Result<DirEntry> {
         self.inner.lookup(parent, name)
+    }
+
+    fn listing(&self, dir: Ino) -> Result<Listing> {
+        self.inner.listing(dir)
+    }
+
+    fn listed(&self, listing: &Listing, i: usize) -> Result<DirEntry> {
+        self.inner.listed(listing, i)
     }
 
     fn stat(&self, ino: Ino) -> Result<Stat> {

@@ -19,7 +19,7 @@ use super::info::{GroupInfo, Info, MemberInfo};
 use super::nodes::{Ino, NodeTable, ROOT};
 use super::subtree::{self, Inside, Subtrees};
 use super::tiledb::json;
-use super::{names, ArrayTree, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat};
+use super::{names, ArrayTree, Entry, FileTree, Kind, Lifetime, Listing, OpenGuard, Stat};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Node {
@@ -210,6 +210,30 @@ fn type_name(t: ObjectType) -> &'static str {
 }
 
 impl FileTree for GroupTree {
+    fn listing(&self, dir: Ino) -> Result<Listing> {
+        match self.node(dir)? {
+            Node::Member(inside) => {
+                let tree = self.child(inside.key)?;
+                subtree::outer_listing(dir, inside.key, &*tree, inside.inner)
+            }
+            // The group's own folder: its files and members, numbered as it lists.
+            _ => Ok(Listing::of_entries(dir, self.list(dir)?)),
+        }
+    }
+
+    fn listed(&self, listing: &Listing, i: usize) -> Result<Entry> {
+        if listing.given(i).is_some() {
+            // The group's own folder (numbered as listed).
+            return listing.given_entry(i, |ino| self.in_use(ino), |d, n| self.lookup(d, n));
+        }
+        subtree::outer_listed(
+            listing,
+            i,
+            |m| self.child(m),
+            |m, e| self.member_entry(m, e),
+        )
+    }
+
     fn list(&self, dir: Ino) -> Result<Vec<Entry>> {
         let node = self.node(dir)?;
         let listed = match node {

@@ -10,6 +10,7 @@ pub mod group;
 pub mod hdf5;
 pub mod held;
 pub mod info;
+pub mod listing;
 pub mod locks;
 pub mod names;
 pub mod netcdf;
@@ -39,6 +40,7 @@ use crate::storage::{LocalStore, Store};
 pub use filo::FiloTree;
 pub use group::GroupTree;
 pub use info::Info;
+pub use listing::Listing;
 pub use nodes::{Ino, ROOT};
 pub use tiledb::ArrayTree;
 
@@ -194,6 +196,35 @@ pub trait FileTree: Send + Sync {
         let mut out = Vec::new();
         self.read_into(ino, offset, len, &mut out)?;
         Ok(out)
+    }
+
+    /// The entries of folder `dir` in display order, as one listing: numbered only as a
+    /// reader gets to each ([`FileTree::listed`]), so a folder of any size is listed
+    /// whole page by page. By default, what [`FileTree::list`] gives.
+    fn listing(&self, dir: Ino) -> Result<Listing> {
+        Ok(Listing::of_entries(dir, self.list(dir)?))
+    }
+
+    /// Entry `i` of `listing` (one of this tree's), numbered now: the number stays in
+    /// use at least until as many other nodes were numbered as the tree keeps idle.
+    /// An entry gone since the listing (a vacuum) is an error whose errno is ENOENT.
+    /// By default the number the listing was given while the tree still uses it, else
+    /// the name looked up again.
+    fn listed(&self, listing: &Listing, i: usize) -> Result<Entry> {
+        listing.given_entry(
+            i,
+            |ino| self.in_use(ino),
+            |dir, name| self.lookup(dir, name),
+        )
+    }
+
+    /// Whether the tree still uses number `ino` (holds its node).
+    fn in_use(&self, ino: Ino) -> bool {
+        let held = self.remember(ino);
+        if held {
+            self.forget(ino, 1);
+        }
+        held
     }
 
     /// Resolves a `/`-separated path (leading `/` optional) to a node.

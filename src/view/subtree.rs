@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::Result;
 
 use super::nodes::{Ino, NodeTable, ROOT};
-use super::{Entry, FileTree};
+use super::{Entry, FileTree, Listing};
 
 /// A node of subtree `key`: its number `inner` there ([`ROOT`]: the subtree's folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +74,41 @@ pub fn outer_entry<K: Copy, N: Clone + Eq + Hash>(
         ino: outer(nodes, wrap, Inside { key, inner: e.ino }),
         ..e
     }
+}
+
+/// What an outer tree keeps of a subtree's listing: which subtree, and its own.
+struct Inner<K> {
+    key: K,
+    listing: Listing,
+}
+
+/// [`FileTree::listing`] of folder `dir` of an outer tree that is folder `inner` of
+/// subtree `key` (`tree`): the subtree's listing, kept for [`outer_listed`].
+pub fn outer_listing<K: Send + Sync + 'static>(
+    dir: Ino,
+    key: K,
+    tree: &dyn FileTree,
+    inner: Ino,
+) -> Result<Listing> {
+    let listing = tree.listing(inner)?;
+    let names = listing.names().map(|(n, k)| (n.to_string(), k)).collect();
+    Ok(Listing::of_kept(dir, names, Inner { key, listing }))
+}
+
+/// [`FileTree::listed`] of a listing made by [`outer_listing`]: the subtree numbers the
+/// entry, `outer` renumbers it for the outer tree. A listing of another kind is none
+/// of this tree's.
+pub fn outer_listed<K: Copy + Send + Sync + 'static>(
+    listing: &Listing,
+    i: usize,
+    tree: impl Fn(K) -> Result<Arc<dyn FileTree>>,
+    outer: impl Fn(K, Entry) -> Entry,
+) -> Result<Entry> {
+    let inner = listing.kept::<Inner<K>>().ok_or_else(|| {
+        crate::error::Error::NotFound(format!("entry {i} of another tree's listing"))
+    })?;
+    let e = tree(inner.key)?.listed(&inner.listing, i)?;
+    Ok(outer(inner.key, e))
 }
 
 /// [`FileTree::remember`] for a tree that holds subtrees: the outer number is held in

@@ -131,3 +131,53 @@ impl super::Tree for OverHttp {
         body(self.0, &format!("/{}", encoded.join("/")))
     }
 }
+
+/// A TCP connection to `addr` from the local address `from` (another loopback address,
+/// `127.0.0.2`: another client, as the server counts them).
+pub fn connect_from(from: std::net::Ipv4Addr, addr: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = addr else {
+        panic!("{addr}: an IPv4 address");
+    };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor this function owns; the addresses are
+    // valid sockaddr_in values that outlive the calls, with their exact length.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let local = sockaddr(from, 0);
+        let rc = libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(rc, 0, "bind {from}: {}", std::io::Error::last_os_error());
+        let remote = sockaddr(*to.ip(), to.port());
+        let rc = libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(rc, 0, "connect {addr}: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+/// `get` from another client address.
+pub fn get_from(
+    from: std::net::Ipv4Addr,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Reply {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut s = connect_from(from, addr);
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    read_reply(&mut BufReader::new(s), method == "HEAD")
+}

@@ -12,8 +12,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 
+use super::{NfsDoor, Sizes};
+use crate::serve::budget::{Budget, Share};
+use crate::serve::conn::Slots;
+use crate::serve::sizing::Sizing;
 use crate::serve::Limits;
-use crate::wire::rpc::{self, answer, Programs, Records};
+use crate::view::Ino;
+use crate::wire::rpc::{self, answer, Records};
+use crate::wire::xdr::Reader;
 
 /// The longest call record taken: calls of a read-only server are small, and a WRITE
 /// (refused) carries at most the `wtmax` the server announces.
@@ -21,40 +27,112 @@ pub const MAX_RECORD: usize = super::WTMAX as usize + 4096;
 /// Calls of one connection running at once.
 pub const IN_FLIGHT: usize = 8;
 
-/// Serves `programs` on every connection `listener` accepts, at most
-/// `limits.max_connections` at once, until `stop` turns true; then stops accepting,
-/// lets each connection finish the calls it runs, and returns once all are closed.
+/// Serves `door` on every connection `listener` accepts, within `slots`, until `stop`
+/// turns true; then stops accepting, lets each connection finish the calls it runs,
+/// and returns once all are closed. A GETATTR of a text file not sized yet has it
+/// sized in `sizing` first (the call waits without a thread; `door` must read the
+/// outcome from the same pool, [`NfsDoor::with_sizes`]); a READ's reply takes its bytes
+/// from `budget` until it is written.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     listener: TcpListener,
-    programs: Arc<dyn Programs + Send + Sync>,
+    door: Arc<NfsDoor>,
+    sizing: Arc<Sizing>,
+    budget: Arc<Budget>,
     limits: Limits,
+    slots: Arc<Slots>,
     stop: watch::Receiver<bool>,
     counts: Arc<crate::serve::conn::Counts>,
 ) {
     let shared = Arc::new(limits.clone());
     let handle = move |stream, peer, stop| {
-        let (programs, limits) = (programs.clone(), shared.clone());
+        let call = Calls {
+            door: door.clone(),
+            sizing: sizing.clone(),
+            budget: budget.clone(),
+        };
+        let limits = shared.clone();
         async move {
-            if let Err(e) = connection(stream, programs, &limits, stop).await {
+            if let Err(e) = connection(stream, call, &limits, stop).await {
                 log::debug!("nfs: connection from {peer}: {e}");
             }
         }
     };
-    crate::serve::conn::accept(listener, &limits, stop, "nfs", counts, handle).await;
+    crate::serve::conn::accept(listener, slots, stop, "nfs", counts, handle).await;
+}
+
+/// What answers a connection's calls.
+#[derive(Clone)]
+struct Calls {
+    door: Arc<NfsDoor>,
+    sizing: Arc<Sizing>,
+    budget: Arc<Budget>,
+}
+
+/// A reply, with the share of the budget its bytes hold until written.
+type Reply = (Vec<u8>, Option<Share>);
+
+impl Calls {
+    /// The reply to one call record; `None` when it is no RPC call.
+    async fn answer(&self, record: Vec<u8>) -> Option<Reply> {
+        let record = Arc::new(record);
+        let share = match rpc::call_of(&record) {
+            Some((call, args)) if (call.prog, call.vers, call.proc_) == (100_003, 3, 6) => {
+                // READ: its reply's bytes (the count it asks, at most RTMAX).
+                let count = read_count(args).min(super::RTMAX) as usize;
+                self.budget.take(count).await
+            }
+            Some((call, _)) if (call.prog, call.vers, call.proc_) == (100_003, 3, 1) => {
+                let (door, r) = (self.door.clone(), record.clone());
+                if let Ok(Some(ino)) = tokio::task::spawn_blocking(move || door.to_size(&r)).await {
+                    // Its outcome is the door's to read; a late one answers JUKEBOX.
+                    let _ = self.sizing.size(ino).await;
+                }
+                None
+            }
+            _ => None,
+        };
+        let door = self.door.clone();
+        let reply = tokio::task::spawn_blocking(move || answer(&*door, &record)).await;
+        match reply {
+            Ok(Some(reply)) => Some((reply, share)),
+            Ok(None) => None,
+            Err(e) => {
+                log::error!("nfs: a call's task failed: {e}");
+                Some((Vec::new(), None))
+            }
+        }
+    }
+}
+
+/// The byte count a READ's arguments ask for (after the handle and offset); 0 when
+/// they do not decode (the call then fails on its own).
+fn read_count(args: &[u8]) -> u32 {
+    let mut r = Reader::new(args);
+    r.opaque(64)
+        .and_then(|_| r.u64())
+        .and_then(|_| r.u32())
+        .unwrap_or(0)
+}
+
+impl Sizes for Sizing {
+    fn outcome(&self, ino: Ino) -> Option<Result<u64, crate::error::Error>> {
+        Sizing::outcome(self, ino)
+    }
 }
 
 async fn connection(
     stream: TcpStream,
-    programs: Arc<dyn Programs + Send + Sync>,
+    calls: Calls,
     limits: &Limits,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(IN_FLIGHT);
+    let (tx, mut rx) = mpsc::channel::<Reply>(IN_FLIGHT);
     let idle = limits.idle_timeout;
     let header_timeout = limits.header_timeout;
     let reader = async move {
-        let calls = Arc::new(Semaphore::new(IN_FLIGHT));
+        let running = Arc::new(Semaphore::new(IN_FLIGHT));
         loop {
             // Waiting for a call: the idle timeout; within one, the header timeout.
             let first = tokio::select! {
@@ -72,29 +150,28 @@ async fn connection(
                     }
                 }
             };
-            let Ok(permit) = calls.clone().acquire_owned().await else {
+            let Ok(permit) = running.clone().acquire_owned().await else {
                 return Ok(());
             };
-            let programs = programs.clone();
+            let calls = calls.clone();
             let tx = tx.clone();
             tokio::spawn(async move {
-                let reply = tokio::task::spawn_blocking(move || answer(&*programs, &record)).await;
-                match reply {
-                    Ok(Some(reply)) => {
+                match calls.answer(record).await {
+                    Some(reply) if !reply.0.is_empty() => {
                         let _ = tx.send(reply).await;
                     }
-                    Ok(None) => {
+                    Some(_) => {}
+                    None => {
                         log::debug!("nfs: a record that is no RPC call: closing");
-                        let _ = tx.send(Vec::new()).await;
+                        let _ = tx.send((Vec::new(), None)).await;
                     }
-                    Err(e) => log::error!("nfs: a call's task failed: {e}"),
                 }
                 drop(permit);
             });
         }
     };
     let writer = async move {
-        while let Some(reply) = rx.recv().await {
+        while let Some((reply, _share)) = rx.recv().await {
             if reply.is_empty() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,

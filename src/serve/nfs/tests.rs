@@ -17,17 +17,17 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A face over `dense_basic` whose tree keeps `idle` idle numbers and which holds
 /// `held` handles.
-fn face(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsFace) {
+fn face(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsDoor) {
     let tree: Arc<dyn FileTree> = Arc::new(
         ArrayTree::open_path(&fixture("dense_basic"), Default::default(), 16 << 20)
             .unwrap()
             .with_idle_limit(idle),
     );
-    (tree.clone(), NfsFace::new(tree, 2049, held))
+    (tree.clone(), NfsDoor::new(tree, 2049, held))
 }
 
 /// Calls NFS procedure `proc_` with `args`; the results' bytes.
-fn nfs(face: &NfsFace, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
+fn nfs(face: &NfsDoor, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
     let call = Call {
         xid: 1,
         prog: NFS_PROGRAM,
@@ -39,12 +39,12 @@ fn nfs(face: &NfsFace, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
     (accept, out.buf)
 }
 
-fn root_handle(face: &NfsFace) -> Vec<u8> {
+fn root_handle(face: &NfsDoor) -> Vec<u8> {
     face.export("/").unwrap().to_vec()
 }
 
 /// LOOKUP `name` in the folder of handle `dir`: the status and the handle.
-fn lookup(face: &NfsFace, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
+fn lookup(face: &NfsDoor, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
     let mut a = Writer::default();
     a.opaque(dir);
     a.opaque(name.as_bytes());
@@ -56,7 +56,7 @@ fn lookup(face: &NfsFace, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
     (status, fh)
 }
 
-fn lookup_path(face: &NfsFace, path: &str) -> Vec<u8> {
+fn lookup_path(face: &NfsDoor, path: &str) -> Vec<u8> {
     let mut fh = root_handle(face);
     for name in path.split('/') {
         let (status, h) = lookup(face, &fh, name);
@@ -67,7 +67,7 @@ fn lookup_path(face: &NfsFace, path: &str) -> Vec<u8> {
 }
 
 /// READ of a whole file, one RTMAX call at a time: the status and its bytes.
-fn read(face: &NfsFace, fh: &[u8]) -> (u32, Vec<u8>) {
+fn read(face: &NfsDoor, fh: &[u8]) -> (u32, Vec<u8>) {
     let mut data = Vec::new();
     loop {
         let mut a = Writer::default();
@@ -190,7 +190,7 @@ fn handles_of_another_run_or_malformed_are_refused() {
     }
 }
 
-fn face_pair() -> (Arc<dyn FileTree>, NfsFace) {
+fn face_pair() -> (Arc<dyn FileTree>, NfsDoor) {
     face(16, 16)
 }
 
@@ -324,7 +324,7 @@ fn the_pages_of_a_listing_cost_one_listing() {
         inner,
         lists: Default::default(),
     });
-    let face = NfsFace::new(tree.clone(), 2049, 16);
+    let face = NfsDoor::new(tree.clone(), 2049, 16);
     let root = root_handle(&face);
     let (mut cookie, mut verf, mut names, mut pages) = (0u64, [0u8; 8], Vec::new(), 0);
     loop {

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What the command line (or `-o` mount options) says about reaching the store.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct S3Options {
     /// `http(s)://host:port` of an S3-compatible server (Garage, Ceph RGW, MinIO);
     /// AWS itself when absent.
@@ -35,6 +35,21 @@ pub struct S3Options {
     /// Access key id and secret given by a program (they win over everything); the
     /// command line leaves this empty and finds keys as the AWS CLI does.
     pub keys: Option<(String, String)>,
+}
+
+/// Shows the key id of explicit keys, never their secret.
+impl std::fmt::Debug for S3Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Options")
+            .field("endpoint_url", &self.endpoint_url)
+            .field("region", &self.region)
+            .field("profile", &self.profile)
+            .field("no_sign_request", &self.no_sign_request)
+            .field("virtual_hosted", &self.virtual_hosted)
+            .field("retry_timeout", &self.retry_timeout)
+            .field("keys", &self.keys.as_ref().map(|(id, _)| (id, "redacted")))
+            .finish()
+    }
 }
 
 /// `s3://bucket/prefix`, split.
@@ -77,13 +92,27 @@ impl S3Uri {
 }
 
 /// Keys and region found for a profile in the AWS CLI's files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Profile {
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub region: Option<String>,
     pub endpoint_url: Option<String>,
+}
+
+/// Shows the key id, never the secret or the session token.
+impl std::fmt::Debug for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |s: &Option<String>| s.as_ref().map(|_| "redacted");
+        f.debug_struct("Profile")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &hidden(&self.secret_access_key))
+            .field("session_token", &hidden(&self.session_token))
+            .field("region", &self.region)
+            .field("endpoint_url", &self.endpoint_url)
+            .finish()
+    }
 }
 
 /// The sections of an INI file as the AWS CLI writes them: `[name]` then `key = value`
@@ -156,7 +185,7 @@ fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Opti
 
 /// Everything needed to build the client, resolved from the options, the environment
 /// and the profile files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
     pub endpoint: Option<String>,
     pub region: String,
@@ -166,6 +195,26 @@ pub struct Resolved {
     pub keys: Option<(String, String, Option<String>)>,
     pub no_sign_request: bool,
     pub retry_timeout: Duration,
+}
+
+/// Shows the key id, never the secret or the session token.
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolved")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("virtual_hosted", &self.virtual_hosted)
+            .field(
+                "keys",
+                &self
+                    .keys
+                    .as_ref()
+                    .map(|(id, _, token)| (id, "redacted", token.as_ref().map(|_| "redacted"))),
+            )
+            .field("no_sign_request", &self.no_sign_request)
+            .field("retry_timeout", &self.retry_timeout)
+            .finish()
+    }
 }
 
 /// Resolves the options as the AWS CLI would: an explicit `--profile` wins over keys in
@@ -282,6 +331,37 @@ pub fn bucket_endpoint(endpoint: &str, bucket: &str, virtual_hosted: bool) -> St
 
 #[cfg(test)]
 mod tests {
+    /// A `Debug` print (a log line, a panic) never shows a secret.
+    #[test]
+    fn debug_prints_redact_secrets() {
+        let options = super::S3Options {
+            keys: Some(("AKIDEXAMPLE".into(), "wJalrXUtnFEMI-secret".into())),
+            ..Default::default()
+        };
+        let profile = super::Profile {
+            access_key_id: Some("AKIDEXAMPLE".into()),
+            secret_access_key: Some("wJalrXUtnFEMI-secret".into()),
+            session_token: Some("FwoGZXIvYXdzEJr-token".into()),
+            ..Default::default()
+        };
+        let resolved = super::Resolved {
+            keys: Some((
+                "AKIDEXAMPLE".into(),
+                "wJalrXUtnFEMI-secret".into(),
+                Some("FwoGZXIvYXdzEJr-token".into()),
+            )),
+            ..Default::default()
+        };
+        let shown = format!("{options:?} {profile:?} {resolved:?}");
+        assert!(
+            !shown.contains("-secret") && !shown.contains("-token"),
+            "{shown}"
+        );
+        assert!(shown.contains("AKIDEXAMPLE"), "{shown}");
+        let opened = crate::array::OpenOptions { key: Some([7; 32]) };
+        assert!(!format!("{opened:?}").contains('7'));
+    }
+
     use super::*;
 
     #[test]

@@ -41,7 +41,7 @@ use super::cache::Caches;
 use super::info::{ArrayInfo, Info};
 use super::nodes::{Ino, NodeTable, ROOT};
 use super::subtree::{self, Inside, Subtrees};
-use super::{names, Entry, FileTree, Kind, Lifetime, OpenGuard, Stat, REFRESH_INTERVAL};
+use super::{names, Entry, FileTree, Kind, Lifetime, Listing, OpenGuard, Stat, REFRESH_INTERVAL};
 
 /// A folder that holds whole-folder files and field folders: a fragment's, or a merged
 /// state's.
@@ -618,6 +618,39 @@ impl FileTree for ArrayTree {
             .into_iter()
             .map(|(name, node)| self.entry(name, node))
             .collect())
+    }
+
+    fn listing(&self, dir: Ino) -> Result<Listing> {
+        let node = self.node(dir)?;
+        if let Node::Label(inside) = node {
+            let tree = self.label_tree(inside.key)?;
+            return subtree::outer_listing(dir, inside.key, &*tree, inside.inner);
+        }
+        self.check_exists(&node)?;
+        let (names, nodes): (Vec<(String, Kind)>, Vec<Node>) = self
+            .list_nodes(&node)?
+            .into_iter()
+            .map(|(name, node)| ((name, node.kind()), node))
+            .unzip();
+        Ok(Listing::of_kept(dir, names, nodes))
+    }
+
+    fn listed(&self, listing: &Listing, i: usize) -> Result<Entry> {
+        if let Some(nodes) = listing.kept::<Vec<Node>>() {
+            let (name, _) = listing
+                .name(i)
+                .ok_or_else(|| Error::NotFound(format!("entry {i} of a listing")))?;
+            let node = nodes
+                .get(i)
+                .ok_or_else(|| Error::NotFound(name.to_string()))?;
+            return Ok(self.entry(name.to_string(), node.clone()));
+        }
+        subtree::outer_listed(
+            listing,
+            i,
+            |l| self.label_tree(l),
+            |l, e| self.label_entry(l, e),
+        )
     }
 
     fn lookup(&self, parent: Ino, name: &str) -> Result<Entry> {

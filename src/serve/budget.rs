@@ -1,0 +1,73 @@
+//! The memory every door's answers hold at once: one budget of bytes per server. Each
+//! chunk of a body read from the tree (its first one too), and each NFS READ's reply,
+//! takes its bytes from the budget before it is read and gives them back once the
+//! connection has sent them. So a thousand clients that stop reading hold at most the
+//! budget between them, not a chunk each; a request that finds the budget spent waits
+//! for its share (at most [`WAIT`]) rather than growing memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Bytes of the budget by default: 64 MiB, 128 body chunks of 512 KiB.
+pub const DEFAULT_BYTES: usize = 64 << 20;
+/// The unit the budget is counted in.
+const UNIT: usize = 64 << 10;
+/// How long a request waits for its share before it is answered 503.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// One server's budget.
+#[derive(Debug)]
+pub struct Budget {
+    units: Arc<Semaphore>,
+    total: usize,
+}
+
+/// Bytes taken from the budget, given back when dropped.
+#[derive(Debug)]
+pub struct Share(#[allow(dead_code)] OwnedSemaphorePermit);
+
+impl Budget {
+    pub fn new(bytes: usize) -> Budget {
+        let total = (bytes / UNIT).max(1);
+        Budget {
+            units: Arc::new(Semaphore::new(total)),
+            total,
+        }
+    }
+
+    fn units(&self, bytes: usize) -> u32 {
+        bytes.div_ceil(UNIT).clamp(1, self.total) as u32
+    }
+
+    /// `bytes` of the budget, waiting at most [`WAIT`] for them; `None` when they did
+    /// not come in time (every share held by clients that do not read).
+    pub async fn take(&self, bytes: usize) -> Option<Share> {
+        let acquire = self.units.clone().acquire_many_owned(self.units(bytes));
+        match tokio::time::timeout(WAIT, acquire).await {
+            Ok(Ok(permit)) => Some(Share(permit)),
+            _ => None,
+        }
+    }
+
+    /// `bytes` of the budget if they are free now.
+    pub fn try_take(&self, bytes: usize) -> Option<Share> {
+        self.units
+            .clone()
+            .try_acquire_many_owned(self.units(bytes))
+            .ok()
+            .map(Share)
+    }
+
+    /// Bytes of the budget free now.
+    pub fn free(&self) -> usize {
+        self.units.available_permits() * UNIT
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new(DEFAULT_BYTES)
+    }
+}
