@@ -330,3 +330,99 @@ fn chromium_renders_the_listing_with_working_links() {
         png.len()
     );
 }
+
+/// Headless Chromium as the victim of a web page: a page of another origin reads the
+/// server's answers only when `--cors-origin` names that origin, and a page that
+/// rebinds its own name to 127.0.0.1 (Chromium told `evil.example` is 127.0.0.1) is
+/// refused by the server.
+#[test]
+fn chromium_pages_read_only_with_cors_and_a_rebound_name_is_refused() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(chromium) = chromium else {
+        return missing("no chromium (scripts/test.sh installs Debian's chromium)");
+    };
+    let (array, expected) = feature("merge_dense_overlap");
+    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
+    // The page's own server: Python's, on another port (another origin).
+    let site = tempfile::tempdir().unwrap();
+    let page_server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let page_port = page_server.local_addr().unwrap().port();
+    drop(page_server);
+    let _pages = KillOnDrop(
+        Command::new("python3")
+            .args(["-m", "http.server", "--bind", "127.0.0.1"])
+            .arg(page_port.to_string())
+            .current_dir(site.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let origin = format!("http://127.0.0.1:{page_port}");
+    let want = String::from_utf8(bytes(&*tree, "zarr/.zgroup")).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let browse = |url: &str, extra: &[&str]| {
+        run_ok(
+            Command::new(chromium)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--virtual-time-budget=20000",
+                    "--dump-dom",
+                ])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .args(extra)
+                .arg(url),
+        )
+    };
+    // The page's server answers once it listens.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", page_port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the page server");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for cors in [false, true] {
+        let doors = Doors {
+            http: Some("127.0.0.1:0".parse().unwrap()),
+            cors_origins: if cors { vec![origin.clone()] } else { vec![] },
+            ..Doors::default()
+        };
+        let server = Server::start(tree.clone(), &doors, 2).unwrap();
+        let addr = server.http_addr().unwrap();
+        let page = format!(
+            "<!DOCTYPE html><html><body><pre id=\"out\">waiting</pre><script>\n\
+             fetch('http://{addr}/zarr/.zgroup', {{headers: {{'Range': 'bytes=0-'}}}})\n\
+             .then(r => r.text())\n\
+             .then(t => document.getElementById('out').textContent = 'read:' + t)\n\
+             .catch(e => document.getElementById('out').textContent = 'refused:' + e);\n\
+             </script></body></html>\n"
+        );
+        let name = format!("page{}.html", u8::from(cors));
+        std::fs::write(site.path().join(&name), page).unwrap();
+        let dom = browse(&format!("{origin}/{name}"), &[]);
+        if cors {
+            let read = format!("<pre id=\"out\">read:{}", want.trim());
+            assert!(dom.contains(&read), "{dom}");
+        } else {
+            assert!(dom.contains("<pre id=\"out\">refused:"), "{dom}");
+        }
+        // A page whose name resolves to 127.0.0.1 (DNS rebinding): refused.
+        let rebound = format!("http://evil.example:{}/", addr.port());
+        let dom = browse(
+            &rebound,
+            &["--host-resolver-rules=MAP evil.example 127.0.0.1"],
+        );
+        assert!(dom.contains("not a name of this server"), "{dom}");
+        assert!(!dom.contains("array.json"), "{dom}");
+    }
+}

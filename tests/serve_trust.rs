@@ -413,13 +413,11 @@ fn text_files_are_sized_apart_from_the_threads_that_serve_bytes() {
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
     let watched = Watched::new(tree);
     let doors = Doors {
-        http: loopback(),
-        webdav: loopback(),
         limits: Limits {
             sizing_deadline: Duration::from_secs(2),
             ..Limits::default()
         },
-        ..Doors::default()
+        ..all_doors()
     };
     let server = Server::start(watched.clone(), &doors, 2).unwrap();
     let addr = server.http_addr().unwrap();
@@ -455,12 +453,38 @@ fn text_files_are_sized_apart_from_the_threads_that_serve_bytes() {
         watched.waiting.load(Ordering::SeqCst) > 0,
         "the renders are still held"
     );
-    // Held past the deadline: "try again later".
+    // Held past the deadline: "try again later", in each protocol's way.
     for h in heads {
         let r = h.join().unwrap();
         assert_eq!(r.status, 503, "{:?}", String::from_utf8_lossy(&r.body));
         assert!(r.header("retry-after").is_some());
     }
+    let (s3, bucket) = server.s3_addr().unwrap();
+    let r = get(s3, "HEAD", &format!("/{bucket}/latest/cells.csv"), &[]);
+    assert_eq!(r.status, 503, "S3 HeadObject");
+    let nfs = common::nfs::Client::connect(server.nfs_addr().unwrap()).unwrap();
+    let fh = nfs.resolve("latest/cells.csv").unwrap();
+    assert_eq!(nfs.getattr(&fh).unwrap_err(), 10_008, "NFS3ERR_JUKEBOX");
+    // A WebDAV listing lists the file all the same, without the length it cannot give.
+    let dav = server.webdav_addr().unwrap();
+    let listing = |expect_length: bool| {
+        let r = get(
+            dav,
+            "PROPFIND",
+            "/latest/",
+            &[("Depth", "1"), ("Content-Length", "0")],
+        );
+        assert_eq!(r.status, 207);
+        let xml = String::from_utf8(r.body).unwrap();
+        let cells = xml
+            .split("<D:response>")
+            .find(|r| r.contains("<D:href>/latest/cells.csv</D:href>"))
+            .expect("cells.csv listed")
+            .to_string();
+        assert_eq!(cells.contains("getcontentlength"), expect_length, "{cells}");
+        cells
+    };
+    listing(false);
     watched.open_gate();
     for p in &texts {
         let want = read_all(&*watched, watched.resolve(p).unwrap())
@@ -478,6 +502,12 @@ fn text_files_are_sized_apart_from_the_threads_that_serve_bytes() {
         assert_eq!(r.status, 200, "{p}");
         assert_eq!(r.header("content-length"), Some(&*want.to_string()), "{p}");
     }
+    let cells = read_all(&*watched, watched.resolve("latest/cells.csv").unwrap()).unwrap();
+    let dav_says = listing(true);
+    assert!(dav_says.contains(&format!("<D:getcontentlength>{}<", cells.len())));
+    assert_eq!(nfs.getattr(&fh).unwrap().size, cells.len() as u64);
+    let r = get(s3, "HEAD", &format!("/{bucket}/latest/cells.csv"), &[]);
+    assert_eq!(r.header("content-length"), Some(&*cells.len().to_string()));
 }
 
 /// One bound of connections for every door together: with room for two, two idle

@@ -272,8 +272,7 @@ impl NfsDoor {
         w.u32(self.uid);
         w.u32(self.gid);
         w.u64(stat.size);
-        // Bytes used: whole 4 KiB blocks, saturating near the top of u64.
-        w.u64(stat.size.div_ceil(4096).saturating_mul(4096));
+        w.u64(used(stat.size));
         w.u32(0); // rdev
         w.u32(0);
         w.u64(0); // fsid
@@ -738,6 +737,13 @@ impl NfsDoor {
         }
         Ok(())
     }
+}
+
+/// The bytes a file of `size` bytes uses (`fattr3.used`): whole 4 KiB blocks, up to
+/// the largest count of them that a u64 holds (a size near 2^64, which a corrupt
+/// header may claim, once overflowed here).
+fn used(size: u64) -> u64 {
+    size.div_ceil(4096).saturating_mul(4096)
 }
 
 impl Programs for NfsDoor {

@@ -176,22 +176,26 @@ impl Attr {
         }
     }
 
-    /// The Attribute message's body (IV.A.2.m, version 3).
-    fn encode(&self) -> Vec<u8> {
+    /// The Attribute message's body (IV.A.2.m, version 3); its name, datatype and
+    /// dataspace each have a 2-byte length.
+    fn encode(&self) -> Result<Vec<u8>, String> {
         let mut dt = Vec::new();
         self.dtype.encode(&mut dt);
         let ds = dataspace(self.dims.as_deref());
+        let two_bytes = |n: usize, what: &str| {
+            u16::try_from(n).map_err(|_| format!("a {what} of {n} bytes (at most 65,535)"))
+        };
         let mut out = vec![3, 0];
-        out.extend_from_slice(&(self.name.len() as u16 + 1).to_le_bytes());
-        out.extend_from_slice(&(dt.len() as u16).to_le_bytes());
-        out.extend_from_slice(&(ds.len() as u16).to_le_bytes());
+        out.extend_from_slice(&two_bytes(self.name.len() + 1, "name")?.to_le_bytes());
+        out.extend_from_slice(&two_bytes(dt.len(), "datatype")?.to_le_bytes());
+        out.extend_from_slice(&two_bytes(ds.len(), "dataspace")?.to_le_bytes());
         out.push(u8::from(!self.name.is_ascii())); // name encoding: ASCII or UTF-8
         out.extend_from_slice(self.name.as_bytes());
         out.push(0);
         out.extend_from_slice(&dt);
         out.extend_from_slice(&ds);
         out.extend_from_slice(&self.data);
-        out
+        Ok(out)
     }
 }
 
@@ -448,7 +452,7 @@ impl Tail {
         let heap = if heap_objects.is_empty() {
             Vec::new()
         } else {
-            global_heap(&heap_objects)
+            global_heap(&heap_objects)?
         };
         Ok(Tail {
             root,
@@ -471,7 +475,9 @@ fn push_attrs(
     ainfo.extend_from_slice(&UNDEF.to_le_bytes());
     messages.push((msg::ATTRIBUTE_INFO, ainfo, 0));
     for a in attrs {
-        let body = a.encode();
+        let body = a
+            .encode()
+            .map_err(|why| format!("{owner}: attribute {}: {why}", a.name))?;
         if body.len() > MAX_MESSAGE {
             return Err(format!(
                 "{owner}: attribute {} is too large for a header message",
@@ -559,8 +565,16 @@ fn object_header(messages: &[(u8, Vec<u8>, u8)], owner: &str) -> Result<Vec<u8>,
 }
 
 /// A global heap collection (III.E) of 8-byte objects (object references), indices from
-/// 1, then the free space (object 0) to at least [`GCOL_MIN`] bytes.
-fn global_heap(objects: &[u64]) -> Vec<u8> {
+/// 1, then the free space (object 0) to at least [`GCOL_MIN`] bytes. An index has two
+/// bytes: a collection holds at most 65,535 objects, and more is an error rather than
+/// indices that wrap to name other objects.
+fn global_heap(objects: &[u64]) -> Result<Vec<u8>, String> {
+    if objects.len() > usize::from(u16::MAX) {
+        return Err(format!(
+            "{} object references: a global heap collection holds at most 65,535",
+            objects.len()
+        ));
+    }
     let used = 16 + 24 * objects.len() as u64;
     // The free space object needs its 16-byte header.
     let size = (used + 16).max(GCOL_MIN).next_multiple_of(8);
@@ -568,7 +582,8 @@ fn global_heap(objects: &[u64]) -> Vec<u8> {
     out.extend_from_slice(&[1, 0, 0, 0]);
     out.extend_from_slice(&size.to_le_bytes());
     for (i, addr) in objects.iter().enumerate() {
-        out.extend_from_slice(&(i as u16 + 1).to_le_bytes()); // index
+        // At most 65,535 objects (checked above): the index fits.
+        out.extend_from_slice(&((i + 1) as u16).to_le_bytes()); // index
         out.extend_from_slice(&1u16.to_le_bytes()); // reference count
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(&8u64.to_le_bytes());
@@ -578,7 +593,7 @@ fn global_heap(objects: &[u64]) -> Vec<u8> {
     out.extend_from_slice(&[0; 8]);
     out.extend_from_slice(&(size - used).to_le_bytes());
     out.resize(size as usize, 0);
-    out
+    Ok(out)
 }
 
 /// What byte range of the file a piece of a read is.
@@ -897,5 +912,21 @@ mod tests {
         // Object 1 is x's object header address (right after the root's).
         let x_addr = u64::from_le_bytes(meta[gcol + 32..gcol + 40].try_into().unwrap());
         assert_eq!(&meta[(x_addr - r.end + 48) as usize..][..4], b"OHDR");
+    }
+
+    /// Two-byte fields never wrap: a 65,536th heap object or a name of 65,535 bytes is
+    /// an error, not an index or a length that names something else.
+    #[test]
+    fn counts_past_two_bytes_are_errors() {
+        assert!(global_heap(&vec![8; 65_535]).is_ok());
+        let e = global_heap(&vec![8; 65_536]).unwrap_err();
+        assert!(e.contains("65,535"), "{e}");
+        let long = Attr {
+            name: "n".repeat(65_535),
+            dtype: H5Type::ObjRef,
+            dims: None,
+            data: vec![0; 8],
+        };
+        assert!(long.encode().is_err());
     }
 }

@@ -362,3 +362,13 @@ fn the_pages_of_a_listing_cost_one_listing() {
     let lists = tree.lists.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(lists, 1, "{lists} listings for {pages} pages");
 }
+
+#[test]
+fn used_bytes_saturate_instead_of_overflowing() {
+    assert_eq!(used(0), 0);
+    assert_eq!(used(1), 4096);
+    assert_eq!(used(4096), 4096);
+    assert_eq!(used(u64::MAX), u64::MAX);
+    assert_eq!(used(u64::MAX - 4095), u64::MAX - 4095);
+    assert_eq!(used(u64::MAX - 4096), u64::MAX - 4095);
+}
