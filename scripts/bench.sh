@@ -8,7 +8,8 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,decode (default: all)
+#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,decode
+#                   (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
 #
@@ -27,7 +28,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -89,6 +90,8 @@ command -v mksquashfs >/dev/null || need_pkgs+=(squashfs-tools)
 # The serve section: curl as the HTTP client, nginx as the static-file peer.
 command -v curl >/dev/null || need_pkgs+=(curl)
 command -v nginx >/dev/null || need_pkgs+=(nginx)
+# The doors section: libnfs's nfs-ls as the NFS client.
+command -v nfs-ls >/dev/null || need_pkgs+=(libnfs-utils)
 if [ "$profile" -eq 1 ]; then
     command -v perf >/dev/null || need_pkgs+=(linux-perf)
     command -v strace >/dev/null || need_pkgs+=(strace)

@@ -39,6 +39,8 @@ TDB = [sys.executable, str(ROOT / "scripts" / "bench" / "tdb.py")]
 MNT = BENCH / "mnt"
 BIG = BENCH / "big"
 MANY = BENCH / "many"
+# 100,000 fragments: hard links to MANY's first fragment (the doors section).
+MANY_100K = BENCH / "many100k"
 OVERLAP = BENCH / "overlap"
 SPARSE = BENCH / "sparse"
 POINTCLOUD = BENCH / "pointcloud"
@@ -56,7 +58,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "legacy", "squash", "cache", "s3", "serve", "decode"]
+            "zarr", "legacy", "squash", "cache", "s3", "serve", "doors", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1451,6 +1453,139 @@ def serve_section(rep: Report, repeat: int) -> None:
             rate(zb, z), f"TileDB-Py {rate(zb, t)}", t / z)
 
 
+def many_links(n: int, dest: Path) -> Path:
+    """An array of `n` fragments at `dest`: MANY's schema and, `n` times under new
+    names, its first fragment's files as hard links (written once, then reused)."""
+    if (dest / "__fragments").exists() and len(os.listdir(dest / "__fragments")) == n:
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp = dest.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(MANY / "__schema", tmp / "__schema")
+    (tmp / "__fragments").mkdir(parents=True)
+    (tmp / "__commits").mkdir()
+    first = sorted((MANY / "__fragments").iterdir())[0]
+    files = sorted(first.iterdir())
+    for t in range(1_000_000, 1_000_000 + n):
+        name = f"__{t}_{t}_{t:032x}_22"
+        frag = tmp / "__fragments" / name
+        frag.mkdir()
+        for f in files:
+            os.link(f, frag / f.name)
+        (tmp / "__commits" / f"{name}.wrt").touch()
+    tmp.rename(dest)
+    return dest
+
+
+def door_listing_seconds(kind: str, urls: dict, n: int) -> float:
+    """Seconds for one door to list `fragments/` whole (checking it names `n` entries)."""
+    t0 = time.perf_counter()
+    if kind == "http":
+        out = subprocess.run(["curl", "-sSf", f"{urls['http']}fragments/?format=json"],
+                             check=True, capture_output=True).stdout
+        got = len(json.loads(out)["entries"])
+    elif kind == "webdav":
+        out = subprocess.run(["curl", "-sSf", "-X", "PROPFIND", "-H", "Depth: 1",
+                              f"{urls['webdav']}fragments/"], check=True,
+                             capture_output=True).stdout
+        got = out.count(b"<D:response>") - 1
+    elif kind == "s3":
+        import urllib.request
+        base, token, got = urls["s3"].rstrip("/"), None, 0
+        while True:
+            q = "?list-type=2&prefix=fragments%2F&delimiter=%2F"
+            if token:
+                q += "&continuation-token=" + token
+            xml = urllib.request.urlopen(base + q).read().decode()
+            got += xml.count("<CommonPrefixes>")
+            m = re.search(r"<NextContinuationToken>([^<]+)<", xml)
+            if not m:
+                break
+            token = m.group(1)
+    else:
+        addr = urls["nfs"].removeprefix("nfs://").rstrip("/")
+        host, port = addr.rsplit(":", 1)
+        out = subprocess.run(["nfs-ls", f"nfs://{host}/fragments?version=3&nfsport={port}"
+                              f"&mountport={port}"], check=True, capture_output=True).stdout
+        got = sum(1 for line in out.splitlines() if b"__1" in line)
+    t = time.perf_counter() - t0
+    if got != n:
+        raise RuntimeError(f"doors: {kind} listed {got} of {n} fragments")
+    return t
+
+
+@contextlib.contextmanager
+def fragfs_doors(array: Path, *options: str):
+    """`fragfs serve` with all four doors on loopback; yields (process, {door: url})."""
+    doors = ["--http", "127.0.0.1:0", "--webdav", "127.0.0.1:0", "--s3", "127.0.0.1:0",
+             "--nfs", "127.0.0.1:0"]
+    with open(BENCH / "daemon.log", "a") as log:
+        proc = subprocess.Popen([FRAGFS, "serve", array, *doors, *options],
+                                stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        urls = {}
+        for _ in range(4):
+            door, url = proc.stdout.readline().split()
+            urls[door] = url
+        yield proc, urls
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def doors(rep: Report, repeat: int) -> None:
+    """`fragfs serve`'s doors at scale: each door listing `fragments/` of 10,000 and of
+    100,000 fragments (time per entry at 100,000 over that at 10,000: linear is 1, the
+    target at most 2); and a small GET while 8 clients ask the size of text files of
+    the 8M-cell array with --threads 2 (they are rendered in the sizing pool, not on the
+    threads that serve bytes), vs the same GET on an idle server."""
+    if shutil.which("nfs-ls") is None:
+        raise RuntimeError("doors: nfs-ls missing (apt-get install libnfs-utils)")
+    small = MANY
+    n_small = len(os.listdir(small / "__fragments"))
+    large = many_links(100_000, MANY_100K)
+    per_entry: dict[str, dict[int, list[float]]] = {}
+    for _ in range(repeat):
+        for array, n in ((small, n_small), (large, 100_000)):
+            settle()
+            with fragfs_doors(array) as (_, urls):
+                for kind in ("http", "webdav", "s3", "nfs"):
+                    # The first listing warms the tree (fragment list, inodes); the
+                    # second is the one timed.
+                    door_listing_seconds(kind, urls, n)
+                    t = door_listing_seconds(kind, urls, n)
+                    per_entry.setdefault(kind, {}).setdefault(n, []).append(t / n)
+    rep.details["doors_listing"] = per_entry
+    for kind, by_n in per_entry.items():
+        s, l = median(by_n[n_small]), median(by_n[100_000])
+        rep.row(f"{kind} lists fragments/: per entry at 100,000 vs at {n_small:,}",
+                f"{l * 1e6:.1f} µs", f"{s * 1e6:.1f} µs at {n_small:,}", l / s,
+                target=("≤ 2", lambda r: r <= 2.0))
+
+    # A small GET while 8 clients HEAD text files of the big array.
+    texts = ["/latest/cells.csv"] + [f"/fragments/{f}/walk/values.txt" for f in fragments()]
+    texts = (texts * 8)[:8]
+    idle, loaded = [], []
+    for _ in range(repeat):
+        settle()
+        with fragfs_serve(BIG, "--threads", "2") as (_, addr):
+            for _ in range(5):
+                idle.append(timed(["curl", "-sSf", "-o", "/dev/null", f"http://{addr}/array.json"]))
+            heads = [subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-I", "-m", "300",
+                                       f"http://{addr}{p}"]) for p in texts]
+            time.sleep(0.5)  # the HEADs are in: their renders run
+            for _ in range(5):
+                loaded.append(timed(["curl", "-sSf", "-o", "/dev/null",
+                                     f"http://{addr}/array.json"]))
+            for h in heads:
+                h.kill()
+                h.wait()
+    i, l = median(idle), median(loaded)
+    rep.details["doors_sizing"] = {"idle": idle, "loaded": loaded}
+    rep.row("GET array.json while 8 HEADs render text files (--threads 2) vs idle",
+            secs(l), f"idle {secs(i)}", l / i, target=("< 0.1 s", lambda _r, l=l: l < 0.1))
+
+
 def decode(rep: Report, path: Path) -> None:
     """The `cargo bench --bench decode` figures that bench.sh saved."""
     if not path.exists():
@@ -1538,7 +1673,7 @@ def main() -> None:
                  "merged": merged, "sparse": sparse, "pointcloud": pointcloud, "ttfb": ttfb,
                  "zarr": zarr_section,
                  "legacy": legacy_section,
-                 "squash": squash, "s3": s3, "serve": serve_section,
+                 "squash": squash, "s3": s3, "serve": serve_section, "doors": doors,
                  "cache": cache_section}[name](rep, args.repeat)
     finally:
         unmount()
