@@ -62,9 +62,10 @@ pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<O
 /// array's files cached, 0.43 s with four and 0.39 s with six (twelve rounds; eight
 /// gained nothing more).
 const DEPTH: usize = 6;
+
 /// The body of a file from `start` to `end` (to its end when `None`), `first` already
 /// read by [`first_chunk`], as the chunks that follow it: read on the blocking pool up
-/// to [`DEPTH`] at a time and only as the connection takes them, each with its bytes'
+/// to `DEPTH` (6) at a time and only as the connection takes them, each with its bytes'
 /// share of `budget` (the next read waits for one when none is free; read-ahead beyond
 /// it is only taken while shares are free), with `ahead` asked to prepare the bytes up
 /// to [`READ_AHEAD`] beyond the chunk read (as [`first_chunk`] did for the first). In

@@ -1,13 +1,20 @@
-//! `fragfs serve`: the tree a mount shows, on network protocols, for the places FUSE
+//! `fragfs serve`: the tree a mount shows, behind network doors, for the places FUSE
 //! cannot go (macOS and Windows laptops, unprivileged containers, browsers, clusters).
 //!
-//! One tree object answers every face, so every path, byte and size is the mount's.
-//! Each face is a thin adapter beside `fuse.rs`: [`http`] (with [`listing`]),
-//! [`webdav`] (whose GET is the HTTP face's), [`nfs`]; what a
-//! served file is (held, validated, streamed) is [`file`], the
-//! connection handling they share is [`conn`], the request-path rules [`path`].
-//! [`Server`] runs the faces on one tokio runtime: `fragfs serve` until a signal,
-//! tests and embedders for as long as they hold it.
+//! A door is a network protocol; a face is a kind of file: never the same word. One tree
+//! object answers every door, so every path, byte and size is the mount's. Each door is
+//! a thin adapter beside `fuse.rs`: [`http`], [`webdav`] (whose GET is the HTTP door's),
+//! [`s3api`] (with [`s3list`]) and [`nfs`]. What they share: the connections, their
+//! bounds, TLS and the rules every request meets before a door sees it ([`conn`],
+//! [`origin`], [`tls`]), a served file held, validated and streamed ([`mod@file`]), listings
+//! page by page ([`listing`]), the answers' memory budget ([`budget`]) and the pool that
+//! sizes text files ([`sizing`]). What clients send is parsed in [`crate::wire`].
+//! [`Server`] runs the doors on one tokio runtime: `fragfs serve` until a signal, tests
+//! and embedders for as long as they hold it.
+//!
+//! The `serve` feature brings the network (hyper, tokio, rustls, s3s). The NFS door's
+//! answers to calls are plain functions of the tree and compile without it, so the
+//! fuzzer reaches them with no network stack.
 
 #[cfg(feature = "serve")]
 pub mod budget;

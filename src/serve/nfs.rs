@@ -19,7 +19,7 @@
 //!   numbered as a page gets to it, in time linear in the entries.
 //! - **Reads** run on the blocking pool, at most [`RTMAX`] bytes a call, the file held
 //!   ([`crate::view::held::Held`]) while read. Connections are bounded and timed out as
-//!   [`rpc`] says.
+//!   [`connection`] says.
 //! - **No authentication**: NFSv3's AUTH_SYS is a uid the client states, no control, so
 //!   a non-loopback address needs `--insecure-listen` (see [`crate::serve::Doors`]).
 

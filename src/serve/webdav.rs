@@ -164,7 +164,7 @@ impl WebDavDoor {
         let wanted = Arc::new(wanted);
         let door = self.clone();
         let (path2, wanted2) = (path.clone(), wanted.clone());
-        let found = tokio::task::spawn_blocking(move || door.find(&path2)).await;
+        let found = tokio::task::spawn_blocking(move || door.find(&path2, depth == 1)).await;
         let found = match found {
             Ok(Ok(f)) => f,
             Ok(Err(response)) => return *response,
@@ -247,9 +247,10 @@ impl WebDavDoor {
         r
     }
 
-    /// The node a PROPFIND of `raw` (a URL path) names, with its listing if a folder;
-    /// or the answer that it is not there. On a blocking thread.
-    fn find(&self, raw: &str) -> std::result::Result<Found, Box<Response<Body>>> {
+    /// The node a PROPFIND of `raw` (a URL path) names, with its listing if a folder
+    /// whose entries are asked for (`children`); or the answer that it is not there. On
+    /// a blocking thread.
+    fn find(&self, raw: &str, children: bool) -> std::result::Result<Found, Box<Response<Body>>> {
         let (names, trailing) = match path::segments(raw) {
             Ok(p) => p,
             Err(BadPath(why)) => {
@@ -280,7 +281,7 @@ impl WebDavDoor {
         if !dir {
             href.pop();
         }
-        let listing = match dir {
+        let listing = match dir && children {
             true => Some(listing::take(tree, ino).map_err(|e| Box::new(error(raw, &e)))?),
             false => None,
         };

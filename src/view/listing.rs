@@ -1,12 +1,12 @@
-//! A folder's entries as one listing saw them ([`FileTree::listing`]): what a network
+//! A folder's entries as one listing saw them ([`super::FileTree::listing`]): what a network
 //! door pages through, however large the folder.
 //!
-//! [`FileTree::list`] numbers every entry at once. A tree keeps a bounded number of
+//! [`super::FileTree::list`] numbers every entry at once. A tree keeps a bounded number of
 //! idle numbers ([`super::nodes`]), so by the end of numbering the 100,000 entries of
 //! a `fragments/` the first 34,464 were dropped again, and a door that then asked for
 //! their attributes lost them (HTTP and WebDAV listed 65,536 entries, silently). A
 //! listing instead keeps names and kinds, and what the tree needs to number entry `i`
-//! when a door gets to it ([`FileTree::listed`]): each page's numbers are fresh, the
+//! when a door gets to it ([`super::FileTree::listed`]): each page's numbers are fresh, the
 //! folder is listed once however many pages, and positions never shift between pages
 //! (a rescan meanwhile changes later listings, not this one).
 
@@ -31,7 +31,7 @@ enum Numbers {
 }
 
 impl Listing {
-    /// A listing of `dir` from what [`FileTree::list`] gave.
+    /// A listing of `dir` from what [`super::FileTree::list`] gave.
     pub fn of_entries(dir: Ino, entries: Vec<Entry>) -> Listing {
         let mut names = Vec::with_capacity(entries.len());
         let mut numbers = Vec::with_capacity(entries.len());
