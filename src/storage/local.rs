@@ -237,6 +237,23 @@ impl Store for LocalStore {
         Ok(self.file(key)?.len)
     }
 
+    /// The file's size and modification time as `stat` gives them now (not the kept
+    /// descriptor's, which a file replaced by a rename would keep). A link is not
+    /// followed: it has no version (and is never read).
+    fn version(&self, key: &str) -> Result<Option<String>> {
+        use std::os::unix::fs::MetadataExt;
+        let path = self.path(key)?;
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(Place::file(key), e))?;
+        Ok(meta.is_file().then(|| {
+            format!(
+                "size {} mtime {}.{:09}",
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec()
+            )
+        }))
+    }
+
     fn read(&self, key: &str, ranges: &mut [RangeRead<'_>]) -> Result<()> {
         let file = self.file(key)?;
         let mut done = 0;
