@@ -373,7 +373,7 @@ impl S3Store {
                 buf.extend_from_slice(&fetched.bytes);
                 Ok(())
             },
-            &mut |_| false,
+            &mut |_| None,
         )?;
         Ok((Bytes::from(out), agrees.get()))
     }
