@@ -183,7 +183,9 @@ pub trait FileTree: Send + Sync {
 
     /// The file holding every byte of `ino` in the disk cache, checked, for the kernel
     /// to read directly (FUSE passthrough), with its path for the log; `None` unless
-    /// the tree reads through a disk cache that holds the whole file.
+    /// the tree reads through a disk cache that holds the whole file, checked already.
+    /// Called on the open's thread: it answers at once, never reading the file (a file
+    /// not checked yet is checked in the background, for a later open).
     fn cached_file(&self, _ino: Ino) -> Option<(std::fs::File, String)> {
         None
     }

@@ -58,6 +58,9 @@ pub struct Entry {
     /// ([`Entry::verified_data`] on another thread) waits for that answer instead of
     /// reading the file a second time.
     verifying: Mutex<()>,
+    /// A check is asked for or under way in the background ([`super::verify`]): not
+    /// asked for twice.
+    checking: AtomicBool,
     /// The entry was evicted or dropped: it stores nothing more.
     retired: AtomicBool,
     /// When (seconds since the epoch) the index's time was last set to now: a file in
@@ -253,6 +256,7 @@ impl Entry {
             valid: AtomicU64::new(valid),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
+            checking: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         }))
@@ -302,6 +306,7 @@ impl Entry {
             valid: AtomicU64::new(0),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
+            checking: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         })
@@ -379,6 +384,25 @@ impl Entry {
         self.verified.load(Ordering::Acquire)
     }
 
+    /// The data file if every block was read back and matched already; never reads it
+    /// (the check is [`Entry::verified_data`], in the background: [`super::verify`]).
+    pub fn checked_data(&self) -> Option<&File> {
+        self.is_verified().then_some(&self.data)
+    }
+
+    /// Marks a background check asked for: false if one is already.
+    pub(super) fn begin_check(&self) -> bool {
+        !self.checking.swap(true, Ordering::AcqRel)
+    }
+
+    pub(super) fn end_check(&self) {
+        self.checking.store(false, Ordering::Release);
+    }
+
+    /// Whether a background check is asked for or under way.
+    pub fn is_being_checked(&self) -> bool {
+        self.checking.load(Ordering::Acquire)
+    }
 
     /// Reads every block back and checks it against its record; a block that does not
     /// match is marked absent (decoded again at its next read). True when all matched.

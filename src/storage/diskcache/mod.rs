@@ -48,6 +48,7 @@ mod evict;
 mod lock;
 pub mod private;
 mod usage;
+pub mod verify;
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
