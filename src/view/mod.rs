@@ -271,11 +271,26 @@ fn open_s3(
 /// The disk cache that `config` names (`--cache-dir`), opened (made if needed), or
 /// `None` without one: opened before the source, so the one cache serves both the
 /// decoded files and an S3 store's fetched bytes ([`open_source`]).
+///
+/// A cache folder that cannot be used is no reason to fail a mount (or `serve`, `cat`,
+/// `ls`), which reads right without it: a folder not owned by this user or writable by
+/// others (refused: see [`crate::storage::diskcache::private`]), one that cannot be
+/// made or written. Then this says why in one log line and answers `None`: the caller
+/// goes on without the cache. (Never an error now; the `Result` is kept for callers.)
 pub fn open_disk_cache(config: Option<&CacheConfig>) -> Result<Option<Arc<DiskCache>>> {
     let Some(config) = config else {
         return Ok(None);
     };
-    let cache = Arc::new(DiskCache::open(config)?);
+    let cache = match DiskCache::open(config) {
+        Ok(cache) => Arc::new(cache),
+        Err(e) => {
+            log::error!(
+                "disk cache {}: not used: {e}; reading without it",
+                config.dir.display()
+            );
+            return Ok(None);
+        }
+    };
     log::info!(
         "disk cache {}: {} MiB of at most {} MiB used (the disk keeps {} MiB free)",
         config.dir.display(),
