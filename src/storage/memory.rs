@@ -316,6 +316,21 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
 
+    /// The same bytes give the same version (in any store), others another; asking is
+    /// not a request.
+    #[test]
+    fn versions_follow_the_bytes() {
+        let (one, two) = (MemoryStore::new("one"), MemoryStore::new("two"));
+        one.put("k", b"abc".to_vec());
+        two.put("k", b"abc".to_vec());
+        let v = one.version("k").unwrap();
+        assert_eq!(v, two.version("k").unwrap());
+        one.put("k", b"abd".to_vec());
+        assert_ne!(one.version("k").unwrap(), v);
+        assert!(one.version("missing").is_err());
+        assert_eq!(one.requests().total(), 0);
+    }
+
     #[test]
     fn lists_folders_counts_requests_and_fails_on_purpose() {
         let store = MemoryStore::new("t");
