@@ -54,12 +54,14 @@ pub struct ArrayArgs {
 pub struct DiskCacheArgs {
     /// Keep the decoded bytes of the files read in this folder (made 0700), across
     /// mounts: later reads (and mounts) serve them from there, complete files by FUSE
-    /// passthrough where the kernel and privileges allow.
+    /// passthrough where the kernel and privileges allow. The folder must belong to this
+    /// user and be writable by nobody else: one that is not, or cannot be made or
+    /// written, is not used (the log says why) and reads go on without it.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Bound of --cache-dir (least recently used files go first): bytes, or with K, M,
-    /// G; default: 1/10 of the free space, at most 10G. The disk always keeps 5% (at
-    /// most 1G) free.
+    /// Bound of --cache-dir (least recently used files go first), held by every daemon
+    /// that uses the folder together: bytes, or with K, M, G; default: 1/10 of the free
+    /// space, at most 10G. The disk always keeps 5% (at most 1G) free.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "cache_dir")]
     pub cache_dir_size: Option<u64>,
     /// Keep the decrypted bytes of encrypted arrays in --cache-dir too (by default

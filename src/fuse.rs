@@ -213,9 +213,10 @@ impl FragFs {
                 return false;
             }
         }
-        // The cache file is checked (read back whole, once per process) without the
-        // lock, so other opens and closes do not wait for it; what others did meanwhile
-        // is looked at again below.
+        // Asked without the lock, so other opens and closes do not wait for it (it never
+        // reads the whole file: one not yet checked is checked in the background and
+        // this open served by the daemon); what others did meanwhile is looked at
+        // again below.
         let cached = self.view.cached_file(ino);
         let mut opens = self.inode_opens();
         let o = opens.entry(ino).or_default();

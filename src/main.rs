@@ -14,7 +14,6 @@ use fragfs::mount::{MountRequest, Unmounted};
 use fragfs::serve::s3api::S3Door;
 use fragfs::serve::tls::TlsFiles;
 use fragfs::serve::{Doors, Limits, ServeRequest};
-use fragfs::storage::diskcache::DiskCache;
 use fragfs::view::cached::CachedTree;
 use fragfs::view::{open_disk_cache, open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use fragfs::Result;
@@ -103,7 +102,11 @@ fn run(command: Command) -> Result<()> {
             let view = open(&array)?;
             let mut text = fragfs::info::render(&view.info()?);
             if let Some(config) = array.disk_cache.config() {
-                let cache = Arc::new(DiskCache::open(&config)?);
+                let Some(cache) = open_disk_cache(Some(&config))? else {
+                    text.push_str("disk cache: not used (the log says why)\n");
+                    out.write_all(text.as_bytes()).map_err(io)?;
+                    return Ok(());
+                };
                 text.push_str(&CachedTree::new(view, cache).describe());
                 text.push_str(&match fragfs::fuse::passthrough_possible() {
                     Ok(()) => "  complete fragment files: read by the kernel (FUSE passthrough)\n"

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use common::mounting::*;
 use common::s3::*;
 use common::*;
-use fragfs::storage::diskcache::{CacheConfig, DiskCache, BLOCK};
+use fragfs::storage::diskcache::{CacheConfig, DiskCache, BLOCK, LAYOUT};
 use fragfs::storage::{S3Store, Store};
 use fragfs::view::{open_source, FileTree, Ino, Kind, ROOT};
 
@@ -340,7 +340,7 @@ fn blob(len: usize, seed: u64) -> Vec<u8> {
 /// The `.data` files of object entries under the cache folder `dir`.
 fn object_entries(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.join("v1/objects")];
+    let mut stack = vec![dir.join(LAYOUT).join("objects")];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten() {
             let p = e.unwrap().path();

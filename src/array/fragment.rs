@@ -81,6 +81,8 @@ pub struct Fragment {
     /// The sizes of the fragment's files, from one listing of its folder (on object
     /// storage sizes come with the listing: no request per file).
     files: Lazy<Arc<HashMap<String, u64>>>,
+    /// The version of its metadata file (see [`Fragment::metadata_version`]).
+    metadata_version: Lazy<Option<String>>,
 }
 
 /// A fragment gone (its array closed, or vacuumed and no file open in it) takes its
@@ -167,6 +169,7 @@ impl Fragment {
             timestamps,
             key,
             files: Lazy::default(),
+            metadata_version: Lazy::default(),
         }
     }
 
@@ -180,6 +183,23 @@ impl Fragment {
                     .filter_map(|e| Some((e.name, e.size?)))
                     .collect(),
             ))
+        })
+    }
+
+    /// What tells this fragment's bytes from those of another fragment of the same name
+    /// (one rewritten in place, restored from a backup): the version of its metadata
+    /// file ([`Store::version`]: its size and modification time on a local disk, its
+    /// ETag on object storage), which every format version has
+    /// (`__fragment_metadata.tdb`, the whole-file metadata of formats 1-2 included) and
+    /// which changes with any rewrite of the fragment's data (the tile offsets and sizes
+    /// it records). The disk cache names a fragment's files by it. Read once per
+    /// fragment (a mount keeps the fragment's metadata in memory too), after the listing
+    /// of the fragment's folder, which on object storage tells it. `None`: the store
+    /// tells no version, and nothing of the fragment is cached.
+    pub fn metadata_version(&self) -> Result<Option<String>> {
+        self.metadata_version.get_or_load(|| {
+            self.files()?;
+            self.store.version(&self.file_key(METADATA_FILE))
         })
     }
 

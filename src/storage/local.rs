@@ -237,6 +237,23 @@ impl Store for LocalStore {
         Ok(self.file(key)?.len)
     }
 
+    /// The file's size and modification time as `stat` gives them now (not the kept
+    /// descriptor's, which a file replaced by a rename would keep). A link is not
+    /// followed: it has no version (and is never read).
+    fn version(&self, key: &str) -> Result<Option<String>> {
+        use std::os::unix::fs::MetadataExt;
+        let path = self.path(key)?;
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(Place::file(key), e))?;
+        Ok(meta.is_file().then(|| {
+            format!(
+                "size {} mtime {}.{:09}",
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec()
+            )
+        }))
+    }
+
     fn read(&self, key: &str, ranges: &mut [RangeRead<'_>]) -> Result<()> {
         let file = self.file(key)?;
         let mut done = 0;
@@ -502,6 +519,36 @@ mod tests {
             .to_string();
         assert!(err.contains("end of file"), "{err}");
         assert_eq!(out, [7, 10, 11, 12], "left as it was");
+    }
+
+    /// A file rewritten in place (another size, or the same size at another time) has
+    /// another version, as `stat` tells it now (not as the kept descriptor saw it); a
+    /// link has none.
+    #[test]
+    fn a_rewritten_file_has_another_version_and_a_link_none() {
+        let (dir, store) = store_with("f", b"abc");
+        let first = store.version("f").unwrap().unwrap();
+        assert_eq!(store.version("f").unwrap().unwrap(), first);
+        store.size("f").unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abcd").unwrap();
+        let second = store.version("f").unwrap().unwrap();
+        assert_ne!(second, first);
+        assert!(second.starts_with("size 4 mtime "), "{second}");
+        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        assert_eq!(
+            store.version("f").unwrap().unwrap(),
+            "size 4 mtime 1000.000000000"
+        );
+        std::os::unix::fs::symlink(&path, dir.path().join("link")).unwrap();
+        assert_eq!(store.version("link").unwrap(), None);
+        assert!(store.version("missing").is_err());
     }
 
     #[test]

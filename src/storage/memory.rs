@@ -230,6 +230,18 @@ impl Store for MemoryStore {
         Ok(self.object(key)?.len() as u64)
     }
 
+    /// A CRC of the bytes, with their length: deterministic (the same bytes give the
+    /// same version in every process), and another object put at the key gives another.
+    /// Not counted as a request (a store's version comes with its listings).
+    fn version(&self, key: &str) -> Result<Option<String>> {
+        let object = self.object(key)?;
+        Ok(Some(format!(
+            "size {} crc {:08x}",
+            object.len(),
+            crc32fast::hash(&object)
+        )))
+    }
+
     fn read(&self, key: &str, ranges: &mut [RangeRead<'_>]) -> Result<()> {
         let c = &self.counters;
         c.reads.fetch_add(1, Ordering::SeqCst);
@@ -303,6 +315,21 @@ impl Store for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same bytes give the same version (in any store), others another; asking is
+    /// not a request.
+    #[test]
+    fn versions_follow_the_bytes() {
+        let (one, two) = (MemoryStore::new("one"), MemoryStore::new("two"));
+        one.put("k", b"abc".to_vec());
+        two.put("k", b"abc".to_vec());
+        let v = one.version("k").unwrap();
+        assert_eq!(v, two.version("k").unwrap());
+        one.put("k", b"abd".to_vec());
+        assert_ne!(one.version("k").unwrap(), v);
+        assert!(one.version("missing").is_err());
+        assert_eq!(one.requests().total(), 0);
+    }
 
     #[test]
     fn lists_folders_counts_requests_and_fails_on_purpose() {

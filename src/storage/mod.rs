@@ -102,6 +102,17 @@ pub trait Store: Send + Sync + Debug {
     /// The size of object `key`; a missing object is an error whose errno is ENOENT.
     fn size(&self, key: &str) -> Result<u64>;
 
+    /// What tells this version of object `key` from any other the same key may hold
+    /// (after a restore from a backup, say): the disk cache (`--cache-dir`) puts it in
+    /// the keys of what it derives from the object (a fragment's files, from its
+    /// metadata file's), so bytes decoded from an older version are never served for a
+    /// newer one. `None` when the store can tell none: nothing derived from the object
+    /// is cached. A local file: its size and modification time (in ns, not following a
+    /// link); object storage: the ETag its listing gives; memory: a CRC of the bytes.
+    fn version(&self, _key: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
     /// Reads every range of object `key`, each appended to its own buffer: all of them,
     /// or an error (a range past the end of the object is one, naming the object, never
     /// a short read). On an error the buffers may have grown in capacity only.

@@ -10,10 +10,11 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::Result;
+use crate::storage::diskcache::verify::Checker;
 use crate::storage::diskcache::{CacheKey, DiskCache, Entry};
 
 use super::info::Info;
@@ -28,9 +29,9 @@ pub struct CachedTree {
     /// Bytes served from the cache, and decoded for it, since the tree was opened.
     hit: AtomicU64,
     filled: AtomicU64,
-    /// To the thread that checks, ahead of its open, the cache file a sequential reader
-    /// will likely open next (see [`CachedTree::check_ahead`]).
-    ahead: Option<SyncSender<Arc<Entry>>>,
+    /// The thread that checks complete cache files before the kernel may read them
+    /// (see [`CachedTree::cached_file`] and [`CachedTree::check_ahead`]).
+    checker: Checker,
 }
 
 /// The largest file checked ahead of its open: the check reads the whole file, which a
@@ -56,7 +57,7 @@ impl CachedTree {
             pruned_at: AtomicU64::new(u64::MAX),
             hit: AtomicU64::new(0),
             filled: AtomicU64::new(0),
-            ahead: start_checker(),
+            checker: Checker::new(),
         };
         tree.prune();
         tree
@@ -91,22 +92,32 @@ impl CachedTree {
     }
 
     /// Before the kernel may read a cache file itself, every block of it is read back
-    /// and checked (once per process), and cold that read is the whole cost of the
-    /// open: from disk, then the kernel's copy from the page cache, one after the other.
-    /// So at the open of one file, the one a sequential reader will likely open next
-    /// (`cat fragments/*/a/values.bin`) is checked on another thread while this one is
-    /// copied; its open then finds it checked, or waits for the check under way.
+    /// and checked (once per process, in the background: an open that finds its file
+    /// unchecked is served by the daemon meanwhile). So at the open of one file, the
+    /// one a sequential reader will likely open next (`cat fragments/*/a/values.bin`)
+    /// is checked too, while this one is read: its open then finds it checked and gets
+    /// passthrough at once.
     fn check_ahead(&self, ino: Ino) {
-        let Some(ahead) = &self.ahead else { return };
         let Some(key) = self.inner.next_cache_key(ino) else {
             return;
         };
         let Some(entry) = self.cache.existing_entry(&key) else {
             return;
         };
-        if entry.is_complete() && entry.size() <= CHECK_AHEAD_MAX {
-            // Busy with an earlier one: this guess is dropped, not queued.
-            let _ = ahead.try_send(entry);
+        if entry.size() <= CHECK_AHEAD_MAX {
+            // Busy with earlier ones: this guess is dropped, not queued.
+            self.checker.ask(&entry);
+        }
+    }
+
+    /// Waits until the background check of `ino`'s cache file (asked for by
+    /// [`FileTree::cached_file`]) is over, at most `timeout`: whether the file was
+    /// found whole then (a later `cached_file` hands it over). For tests, and for a
+    /// caller that would rather wait than be served by the daemon.
+    pub fn wait_checked(&self, ino: Ino, timeout: Duration) -> bool {
+        match self.entry(ino) {
+            Some(entry) => self.checker.wait(&entry, timeout),
+            None => false,
         }
     }
 
@@ -158,23 +169,6 @@ impl CachedTree {
             },
         }
     }
-}
-
-/// The thread of [`CachedTree::check_ahead`]; it ends with the tree (its channel).
-fn start_checker() -> Option<SyncSender<Arc<Entry>>> {
-    let (send, receive) = sync_channel::<Arc<Entry>>(1);
-    std::thread::Builder::new()
-        .name("fragfs-check".into())
-        .spawn(move || {
-            for entry in receive {
-                if entry.verified_data().is_none() {
-                    log::debug!("disk cache: {}: not whole on disk", entry.base().display());
-                }
-            }
-        })
-        .map_err(|e| log::warn!("disk cache: no thread to check files ahead: {e}"))
-        .ok()?;
-    Some(send)
 }
 
 impl FileTree for CachedTree {
@@ -279,12 +273,23 @@ impl FileTree for CachedTree {
         self.inner.cache_fragments()
     }
 
+    /// Never reads the whole file here (the open waits for this answer): a complete
+    /// file not yet checked is checked in the background and `None` said meanwhile, so
+    /// this open is served by the daemon (from the cache, each block checked as it is
+    /// read) and a later one gets passthrough.
     fn cached_file(&self, ino: Ino) -> Option<(File, String)> {
         let entry = self.entry(ino)?;
-        let file = entry.verified_data()?.try_clone().ok()?;
+        if !entry.is_complete() {
+            return None;
+        }
+        let data = entry.checked_data();
+        if data.is_none() {
+            self.checker.ask(&entry);
+        }
+        self.check_ahead(ino);
+        let file = data?.try_clone().ok()?;
         // The kernel's reads will not tell the cache the file is in use: this open does.
         entry.touch();
-        self.check_ahead(ino);
         Some((file, entry.base().display().to_string()))
     }
 }

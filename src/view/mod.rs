@@ -186,7 +186,9 @@ pub trait FileTree: Send + Sync {
 
     /// The file holding every byte of `ino` in the disk cache, checked, for the kernel
     /// to read directly (FUSE passthrough), with its path for the log; `None` unless
-    /// the tree reads through a disk cache that holds the whole file.
+    /// the tree reads through a disk cache that holds the whole file, checked already.
+    /// Called on the open's thread: it answers at once, never reading the file (a file
+    /// not checked yet is checked in the background, for a later open).
     fn cached_file(&self, _ino: Ino) -> Option<(std::fs::File, String)> {
         None
     }
@@ -301,11 +303,26 @@ fn open_s3(
 /// The disk cache that `config` names (`--cache-dir`), opened (made if needed), or
 /// `None` without one: opened before the source, so the one cache serves both the
 /// decoded files and an S3 store's fetched bytes ([`open_source`]).
+///
+/// A cache folder that cannot be used is no reason to fail a mount (or `serve`, `cat`,
+/// `ls`), which reads right without it: a folder not owned by this user or writable by
+/// others (refused: see [`crate::storage::diskcache::private`]), one that cannot be
+/// made or written. Then this says why in one log line and answers `None`: the caller
+/// goes on without the cache. (Never an error now; the `Result` is kept for callers.)
 pub fn open_disk_cache(config: Option<&CacheConfig>) -> Result<Option<Arc<DiskCache>>> {
     let Some(config) = config else {
         return Ok(None);
     };
-    let cache = Arc::new(DiskCache::open(config)?);
+    let cache = match DiskCache::open(config) {
+        Ok(cache) => Arc::new(cache),
+        Err(e) => {
+            log::error!(
+                "disk cache {}: not used: {e}; reading without it",
+                config.dir.display()
+            );
+            return Ok(None);
+        }
+    };
     log::info!(
         "disk cache {}: {} MiB of at most {} MiB used (the disk keeps {} MiB free)",
         config.dir.display(),

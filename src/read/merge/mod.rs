@@ -170,8 +170,11 @@ pub fn state_digest(array: &Array, at: Option<u64>) -> u64 {
 
 /// What [`state_digest`] digests, as a SHA-256 (hex) over an unambiguous encoding:
 /// the name of a state in the disk cache, where two states that differ must never meet,
-/// across processes and builds.
-pub fn state_key(array: &Array, at: Option<u64>) -> String {
+/// across processes and builds. Each visible fragment is named with the version of its
+/// metadata file ([`crate::array::Fragment::metadata_version`]), so a fragment
+/// rewritten in place makes every state that shows it another state. `None` when a
+/// fragment's version cannot be told (the state is then not cached).
+pub fn state_key(array: &Array, at: Option<u64>) -> Option<String> {
     use sha2::{Digest, Sha256};
     let t = at.unwrap_or(u64::MAX);
     let schema = array.schema_at(t);
@@ -184,7 +187,11 @@ pub fn state_key(array: &Array, at: Option<u64>) -> String {
     text(&t.to_string());
     text(&schema.name);
     for (f, hidden) in visible(array, dense, t) {
-        text(&format!("fragment {} {} {hidden:?}", f.rel_dir, f.name));
+        let version = f.metadata_version().ok()??;
+        text(&format!(
+            "fragment {} {} {hidden:?} {version}",
+            f.rel_dir, f.name
+        ));
     }
     for c in array.condition_commits.iter().filter(|c| c.timestamp <= t) {
         text(&format!(
@@ -192,7 +199,7 @@ pub fn state_key(array: &Array, at: Option<u64>) -> String {
             c.rel_path, c.timestamp, c.is_update
         ));
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// When the state at `at` last changed: the newest end timestamp of the fragments it

@@ -9,14 +9,20 @@
 //! its bytes still have that CRC: a block whose bytes were never written, were cut short
 //! or flipped on disk is decoded again, never served. A block's bytes are written before
 //! its record, so a daemon killed between the two leaves a block that is merely absent.
+//!
+//! Both files are opened without following a symbolic link ([`super::private`]): a link
+//! in place of either is never read, written or truncated through; the entry is made
+//! anew.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::private;
+use super::usage::Room;
 use crate::error::{Error, Result};
 
 /// The unit of validity: reads are widened to whole blocks, so a cold 4 KiB read caches
@@ -36,6 +42,9 @@ pub struct Entry {
     index: File,
     /// Where the entry lives, without the `.data`/`.idx` suffix (for log lines).
     base: PathBuf,
+    /// The key text it holds: another key at the same place (a fragment of another
+    /// version) is another entry.
+    key: Box<str>,
     size: u64,
     /// Where the records start in the index.
     records_at: u64,
@@ -45,10 +54,13 @@ pub struct Entry {
     /// Every block was read back and matched its record in this process: the data
     /// file may be handed to the kernel as it is.
     verified: AtomicBool,
-    /// Held while the blocks are read back: an open that comes while the check ahead of
-    /// it runs ([`Entry::verified_data`] on another thread) waits for that answer
-    /// instead of reading the file a second time.
+    /// Held while the blocks are read back: a caller that comes while a check runs
+    /// ([`Entry::verified_data`] on another thread) waits for that answer instead of
+    /// reading the file a second time.
     verifying: Mutex<()>,
+    /// A check is asked for or under way in the background ([`super::verify`]): not
+    /// asked for twice.
+    checking: AtomicBool,
     /// The entry was evicted or dropped: it stores nothing more.
     retired: AtomicBool,
     /// When (seconds since the epoch) the index's time was last set to now: a file in
@@ -65,6 +77,10 @@ fn now_secs() -> u64 {
 
 /// Appends bytes `[offset, offset + len)` of the file, decoded, to the buffer.
 pub type Fill<'a> = dyn FnMut(u64, u64, &mut Vec<u8>) -> Result<()> + 'a;
+
+/// Asked before bytes are kept: room for that many bytes (held while they are written),
+/// or `None` to serve them without keeping them ([`super::DiskCache::admit`]).
+pub type Store<'a> = dyn FnMut(u64) -> Option<Room> + 'a;
 
 /// What [`Entry::read`] did, for the caller's accounting.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +132,7 @@ pub(super) fn index_len(key: &str, size: u64) -> u64 {
 /// (what [`Entry::open`] is then given to check it against); `None` without an index.
 pub(super) fn recorded_size(base: &Path) -> Option<u64> {
     let mut head = [0u8; 16];
-    File::open(index_path(base))
+    private::open_read(&index_path(base))
         .ok()?
         .read_exact_at(&mut head, 0)
         .ok()?;
@@ -127,7 +143,11 @@ pub(super) fn recorded_size(base: &Path) -> Option<u64> {
 /// What an index at `path` says, without its key: the file's size, and how many of its
 /// blocks are valid (by their records). `None` for what is not an index.
 pub(super) fn index_summary(path: &Path) -> Option<(u64, u64, u64)> {
-    let bytes = std::fs::read(path).ok()?;
+    let mut bytes = Vec::new();
+    private::open_read(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
     if bytes.len() < FIXED_HEADER || &bytes[..8] != MAGIC {
         return None;
     }
@@ -163,16 +183,31 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     Error::io(crate::error::Place::file(path.display().to_string()), e)
 }
 
+/// Opens one of an entry's files: `None` when it is absent, or a symbolic link or not a
+/// regular file (said in the log: never followed, the entry is made anew).
+fn open_part(path: &Path) -> Result<Option<File>> {
+    match private::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) if private::is_link(&e) || e.kind() == ErrorKind::InvalidInput => {
+            log::warn!(
+                "disk cache: {}: a symbolic link or not a regular file: not followed, made anew",
+                path.display()
+            );
+            Ok(None)
+        }
+        Err(e) => Err(io(path, e)),
+    }
+}
+
 impl Entry {
     /// Opens the entry at `base` if its index holds exactly `key` with `size` bytes;
     /// `Ok(None)` when it is absent, or unusable (another key, a damaged header, a data
     /// file of the wrong size): the caller makes a new one.
     pub(super) fn open(base: &Path, key: &str, size: u64) -> Result<Option<Entry>> {
         let index_path = index_path(base);
-        let mut index = match OpenOptions::new().read(true).write(true).open(&index_path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&index_path, e)),
+        let Some(mut index) = open_part(&index_path)? else {
+            return Ok(None);
         };
         let expected = header(key, size);
         let n = blocks_of(size);
@@ -189,10 +224,8 @@ impl Entry {
             return Ok(None);
         }
         let data_path = data_path(base);
-        let data = match OpenOptions::new().read(true).write(true).open(&data_path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&data_path, e)),
+        let Some(data) = open_part(&data_path)? else {
+            return Ok(None);
         };
         let data_len = data.metadata().map_err(|e| io(&data_path, e))?.len();
         if data_len != size {
@@ -216,71 +249,91 @@ impl Entry {
             data,
             index,
             base: base.to_path_buf(),
+            key: key.into(),
             size,
             records_at: expected.len() as u64,
             blocks,
             valid: AtomicU64::new(valid),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
+            checking: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         }))
     }
 
-    /// Makes a new, empty entry at `base` (replacing whatever was there): the data file
-    /// sized (sparse) and an index of absent blocks, written aside and renamed into
-    /// place, so no reader ever sees half an index. The caller holds the cache's lock.
+    /// Makes a new, empty entry at `base`, where the caller removed whatever was there
+    /// (under the cache's lock, which it holds): the data file sized (sparse) and an
+    /// index of absent blocks, written aside and renamed into place, so no reader ever
+    /// sees half an index. Files are made new (`O_EXCL`, never through a link): one that
+    /// appeared meanwhile fails the creation rather than being written through.
     pub(super) fn create(base: &Path, key: &str, size: u64) -> Result<Entry> {
         let index_path = index_path(base);
         let data_path = data_path(base);
-        let _ = std::fs::remove_file(&index_path);
-        let _ = std::fs::remove_file(&data_path);
-        let create = |path: &Path| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(|e| io(path, e))
-        };
-        let data = create(&data_path)?;
-        data.set_len(size).map_err(|e| io(&data_path, e))?;
+        let create = |path: &Path| private::create_new(path).map_err(|e| io(path, e));
         let head = header(key, size);
         let tmp = with_suffix(base, &format!("idx.tmp{}", std::process::id()));
-        let index = create(&tmp)?;
-        index.write_all_at(&head, 0).map_err(|e| io(&tmp, e))?;
-        index
-            .set_len(head.len() as u64 + blocks_of(size) * RECORD)
-            .map_err(|e| io(&tmp, e))?;
-        std::fs::rename(&tmp, &index_path).map_err(|e| io(&index_path, e))?;
+        // One a killed daemon of the same pid left (a link goes itself, unfollowed).
+        let _ = std::fs::remove_file(&tmp);
+        let made = (|| {
+            let data = create(&data_path)?;
+            data.set_len(size).map_err(|e| io(&data_path, e))?;
+            let index = create(&tmp)?;
+            index.write_all_at(&head, 0).map_err(|e| io(&tmp, e))?;
+            index
+                .set_len(head.len() as u64 + blocks_of(size) * RECORD)
+                .map_err(|e| io(&tmp, e))?;
+            std::fs::rename(&tmp, &index_path).map_err(|e| io(&index_path, e))?;
+            Ok((data, index))
+        })();
+        let (data, index) = match made {
+            Ok(files) => files,
+            Err(e) => {
+                // Nothing half made stays: never a data file without its index.
+                let _ = std::fs::remove_file(&tmp);
+                let _ = std::fs::remove_file(&data_path);
+                return Err(e);
+            }
+        };
         Ok(Entry {
             data,
             index,
             base: base.to_path_buf(),
+            key: key.into(),
             size,
             records_at: head.len() as u64,
             blocks: (0..blocks_of(size)).map(|_| AtomicU64::new(0)).collect(),
             valid: AtomicU64::new(0),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
+            checking: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             touched: AtomicU64::new(now_secs()),
         })
     }
 
-    /// Marks the entry used now (its index's time), once a minute at most.
+    /// Marks the entry used now (its index's time), once a minute at most; an entry
+    /// whose index was removed meanwhile (evicted by another daemon) is retired then,
+    /// so this process opens or makes it again rather than fill removed files.
     pub fn touch(&self) {
         let now = now_secs();
         if now.saturating_sub(self.touched.load(Ordering::Relaxed)) >= 60 {
             self.touched.store(now, Ordering::Relaxed);
+            if self.index.metadata().is_ok_and(|m| m.nlink() == 0) {
+                self.retire();
+                return;
+            }
             let _ = self.index.set_modified(std::time::SystemTime::now());
         }
     }
 
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The key text the entry was made for.
+    pub fn key(&self) -> &str {
+        &self.key
     }
 
     /// Where the entry lives (without suffix), for log lines.
@@ -329,6 +382,26 @@ impl Entry {
     /// Whether every block was read back and matched (see [`Entry::verified_data`]).
     pub fn is_verified(&self) -> bool {
         self.verified.load(Ordering::Acquire)
+    }
+
+    /// The data file if every block was read back and matched already; never reads it
+    /// (the check is [`Entry::verified_data`], in the background: [`super::verify`]).
+    pub fn checked_data(&self) -> Option<&File> {
+        self.is_verified().then_some(&self.data)
+    }
+
+    /// Marks a background check asked for: false if one is already.
+    pub(super) fn begin_check(&self) -> bool {
+        !self.checking.swap(true, Ordering::AcqRel)
+    }
+
+    pub(super) fn end_check(&self) {
+        self.checking.store(false, Ordering::Release);
+    }
+
+    /// Whether a background check is asked for or under way.
+    pub fn is_being_checked(&self) -> bool {
+        self.checking.load(Ordering::Acquire)
     }
 
     /// Reads every block back and checks it against its record; a block that does not
@@ -391,7 +464,7 @@ impl Entry {
         len: u64,
         out: &mut Vec<u8>,
         fill: &mut Fill<'_>,
-        store: &mut dyn FnMut(u64) -> bool,
+        store: &mut Store<'_>,
     ) -> Result<ReadOutcome> {
         let end = offset.saturating_add(len).min(self.size);
         let mut outcome = ReadOutcome::default();
@@ -432,12 +505,11 @@ impl Entry {
             fill(from, to - from, &mut buf)?;
             wanted(from, &buf, out);
             outcome.filled += buf.len() as u64;
-            // Room as the disk counts it: whole 4 KiB pages.
-            if buf.len() as u64 == to - from
-                && !self.is_retired()
-                && store((to - from).next_multiple_of(4096))
-            {
-                self.write_blocks(b, &buf);
+            // Room as the disk counts it: whole 4 KiB pages, held while written.
+            if buf.len() as u64 == to - from && !self.is_retired() {
+                if let Some(_room) = store((to - from).next_multiple_of(4096)) {
+                    self.write_blocks(b, &buf);
+                }
             }
             b = e + 1;
         }
@@ -456,7 +528,7 @@ impl Entry {
     /// (an object fetched whole or in parts), as far as they cover whole blocks (the
     /// file's last block may be short) that the entry does not hold yet: each run of
     /// them offered through `store`, as in [`Entry::read`]. Returns the bytes written.
-    pub fn keep(&self, offset: u64, bytes: &[u8], store: &mut dyn FnMut(u64) -> bool) -> u64 {
+    pub fn keep(&self, offset: u64, bytes: &[u8], store: &mut Store<'_>) -> u64 {
         let end = offset.saturating_add(bytes.len() as u64).min(self.size);
         let whole_end = if end == self.size {
             end
@@ -477,10 +549,10 @@ impl Entry {
             }
             let (from, to) = (b * BLOCK, (e * BLOCK).min(whole_end));
             let run = &bytes[(from - offset) as usize..(to - offset) as usize];
-            // Room as the disk counts it: whole 4 KiB pages.
-            if !store((to - from).next_multiple_of(4096)) {
+            // Room as the disk counts it: whole 4 KiB pages, held while written.
+            let Some(_room) = store((to - from).next_multiple_of(4096)) else {
                 break;
-            }
+            };
             self.write_blocks(b, run);
             kept += to - from;
             b = e;
@@ -515,6 +587,7 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     /// The file every test caches: bytes that differ from block to block.
     fn file(size: usize) -> Vec<u8> {
@@ -535,7 +608,7 @@ mod tests {
                     buf.extend_from_slice(&bytes[from as usize..end as usize]);
                     Ok(())
                 },
-                &mut |_| true,
+                &mut |_| Some(Room::unbounded()),
             )
             .unwrap();
         (out, outcome)
@@ -586,15 +659,19 @@ mod tests {
         let e = Entry::create(&dir.path().join("e"), KEY, size).unwrap();
         // Bytes 100.. to two blocks and a half: only block 1 is whole.
         let (from, to) = (100, 2 * BLOCK + BLOCK / 2);
-        let kept = e.keep(from, &bytes[from as usize..to as usize], &mut |_| true);
+        let kept = e.keep(from, &bytes[from as usize..to as usize], &mut |_| {
+            Some(Room::unbounded())
+        });
         assert_eq!(kept, BLOCK);
         assert!(!e.holds(0) && e.holds(1) && !e.holds(2) && !e.holds(3));
         // The tail, from block 2 on: blocks 2 and the short 3; block 1 is not rewritten.
-        let kept = e.keep(BLOCK, &bytes[BLOCK as usize..], &mut |_| true);
+        let kept = e.keep(BLOCK, &bytes[BLOCK as usize..], &mut |_| {
+            Some(Room::unbounded())
+        });
         assert_eq!(kept, BLOCK + 100);
         assert!(e.holds(2) && e.holds(3));
         // Refused room keeps nothing.
-        assert_eq!(e.keep(0, &bytes, &mut |_| false), 0);
+        assert_eq!(e.keep(0, &bytes, &mut |_| None), 0);
         assert!(!e.holds(0));
         let (out, o) = read(&e, &bytes, BLOCK, size);
         assert_eq!(out, &bytes[BLOCK as usize..]);
@@ -668,7 +745,7 @@ mod tests {
             100,
             &mut out,
             &mut |_, _, _| Err(Error::corrupt(crate::error::Place::file("x"), "bad tile")),
-            &mut |_| true,
+            &mut |_| Some(Room::unbounded()),
         );
         assert!(err.is_err());
         assert!(!e.is_complete());
@@ -689,7 +766,7 @@ mod tests {
                 buf.extend_from_slice(&bytes[from as usize..(from + n) as usize]);
                 Ok(())
             },
-            &mut |_| false,
+            &mut |_| None,
         )
         .unwrap();
         assert_eq!(out, bytes);

@@ -373,7 +373,7 @@ impl S3Store {
                 buf.extend_from_slice(&fetched.bytes);
                 Ok(())
             },
-            &mut |_| false,
+            &mut |_| None,
         )?;
         Ok((Bytes::from(out), agrees.get()))
     }
@@ -935,6 +935,19 @@ impl Store for S3Store {
         out.sort();
         out.dedup();
         Ok(out)
+    }
+
+    /// The object's version as its listing told it (its ETag; where the server lists
+    /// none, its size and modification time): from a listing of the parent, kept from an
+    /// earlier one where there was one, as for [`Store::size`]. `None` when a response
+    /// since disagreed with the listing (the object changed: no version names it now).
+    fn version(&self, key: &str) -> Result<Option<String>> {
+        check_key(key)?;
+        let full = self.full(key);
+        if self.facts(&full).is_none() {
+            self.size(key)?;
+        }
+        Ok(self.facts(&full).and_then(|f| f.version).map(|v| v.text()))
     }
 
     /// From a listing of the parent (kept from an earlier one where there was one): never

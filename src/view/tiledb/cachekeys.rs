@@ -1,5 +1,6 @@
 //! The names of this tree's files in the disk cache (`--cache-dir`): a fragment's files
-//! by the fragment's name, a merged state's files (and its Zarr) by the state's full
+//! by the fragment's name and the version of its metadata file (a fragment rewritten in
+//! place gets new names), a merged state's files (and its Zarr) by the state's full
 //! description, each with the array's identity (its canonical location). The file part
 //! names the face and the field by what fixes their bytes within that scope: a field's
 //! index among the fragment's (or the state's) fields is fixed by the fragment's (the
@@ -31,13 +32,20 @@ impl ArrayTree {
         self.key_in(folder, file)
     }
 
-    /// The key of `file` (its part of the key) in `folder`: a fragment's by its name, a
-    /// state's by its description.
+    /// The key of `file` (its part of the key) in `folder`: a fragment's by its name and
+    /// version, a state's by its description. `None` (not cached) where the store tells
+    /// no version of a fragment involved, or asking failed.
     fn key_in(&self, folder: Folder, file: String) -> Option<CacheKey> {
         let array = self.array();
         let scope = match folder {
-            Folder::Fragment(id) => CacheScope::Fragment(array.fragment(id)?.name.clone()),
-            Folder::State(w) => CacheScope::State(self.state_key(w).to_string()),
+            Folder::Fragment(id) => {
+                let fragment = array.fragment(id)?;
+                CacheScope::Fragment {
+                    name: fragment.name.clone(),
+                    version: fragment.metadata_version().ok()??,
+                }
+            }
+            Folder::State(w) => CacheScope::State(self.state_key(w)?.to_string()),
         };
         Some(CacheKey {
             array: array.store.cache_identity(),

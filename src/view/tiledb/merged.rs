@@ -62,13 +62,15 @@ impl ArrayTree {
 
     /// The state's name in the disk cache (see [`crate::read::merge::state_key`]),
     /// computed once per rescan.
-    pub(super) fn state_key(&self, w: When) -> Arc<str> {
+    /// `None` when a fragment's version could not be told (then asked again next time).
+    pub(super) fn state_key(&self, w: When) -> Option<Arc<str>> {
         let array = self.array();
         let facts = self.facts_of(w, &array);
-        facts
-            .key
-            .get_or_init(|| crate::read::merge::state_key(&array, w).into())
-            .clone()
+        if let Some(key) = facts.key.get() {
+            return Some(key.clone());
+        }
+        let key: Arc<str> = crate::read::merge::state_key(&array, w)?.into();
+        Some(facts.key.get_or_init(|| key).clone())
     }
 
     fn facts_of(&self, w: When, array: &crate::array::Array) -> StateFacts {
