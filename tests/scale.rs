@@ -6,66 +6,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use common::mounting::*;
+use common::watched::Watched;
 use common::*;
-use fragfs::view::{ArrayTree, FileTree, Info, Ino, Lifetime, OpenGuard, Stat};
-
-/// A tree that counts the listings asked of it, per folder.
-struct Counting {
-    tree: Arc<ArrayTree>,
-    lists: std::sync::Mutex<BTreeMap<Ino, u64>>,
-    total: AtomicU64,
-}
-
-impl FileTree for Counting {
-    fn list(&self, dir: Ino) -> fragfs::Result<Vec<fragfs::view::Entry>> {
-        *self.lists.lock().unwrap().entry(dir).or_default() += 1;
-        self.total.fetch_add(1, Ordering::Relaxed);
-        self.tree.list(dir)
-    }
-    fn lookup(&self, parent: Ino, name: &str) -> fragfs::Result<fragfs::view::Entry> {
-        self.tree.lookup(parent, name)
-    }
-    fn stat(&self, ino: Ino) -> fragfs::Result<Stat> {
-        self.tree.stat(ino)
-    }
-    fn size(&self, ino: Ino) -> fragfs::Result<u64> {
-        self.tree.size(ino)
-    }
-    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> fragfs::Result<()> {
-        self.tree.read_into(ino, offset, len, out)
-    }
-    fn parent(&self, ino: Ino) -> fragfs::Result<Ino> {
-        self.tree.parent(ino)
-    }
-    fn lifetime(&self, ino: Ino) -> Lifetime {
-        self.tree.lifetime(ino)
-    }
-    fn generation(&self) -> u64 {
-        self.tree.generation()
-    }
-    fn source(&self) -> String {
-        self.tree.source()
-    }
-    fn entry_count(&self) -> u64 {
-        self.tree.entry_count()
-    }
-    fn info(&self) -> fragfs::Result<Info> {
-        self.tree.info()
-    }
-    fn open(&self, ino: Ino) -> fragfs::Result<Option<OpenGuard>> {
-        self.tree.open(ino)
-    }
-    fn remember(&self, ino: Ino) -> bool {
-        self.tree.remember(ino)
-    }
-    fn forget(&self, ino: Ino, n: u64) {
-        self.tree.forget(ino, n)
-    }
-}
+use fragfs::view::{ArrayTree, FileTree};
 
 #[test]
 fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
@@ -83,11 +29,7 @@ fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
             .with_refresh_interval(std::time::Duration::MAX),
     );
     let fragments_ino = tree.resolve("fragments").unwrap();
-    let counting = Arc::new(Counting {
-        tree: tree.clone(),
-        lists: Default::default(),
-        total: AtomicU64::new(0),
-    });
+    let counting = Watched::new(tree.clone());
     let mount = TreeMount::new(counting.clone());
     let dir = mount.path().join("fragments");
 
@@ -116,8 +58,8 @@ fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
     assert!(seen.len() as u64 >= N);
     // Paging through 5,000 entries took the kernel many requests; the tree listed the
     // folder once for them.
-    let lists = counting.lists.lock().unwrap().get(&fragments_ino).copied();
-    assert_eq!(lists, Some(1), "listings of fragments/ for one opendir");
+    let lists = counting.lists_of(fragments_ino);
+    assert_eq!(lists, 1, "listings of fragments/ for one opendir");
 
     // A new opendir lists again, and sees the new fragment.
     let again: Vec<String> = std::fs::read_dir(&dir)
@@ -126,8 +68,7 @@ fn a_folder_is_listed_once_per_opendir_and_a_rescan_midway_shifts_nothing() {
         .collect();
     assert_eq!(again.len() as u64, N + 1);
     assert!(again.contains(&format!("__5_5_{:032x}_22", 5)));
-    let lists = counting.lists.lock().unwrap().get(&fragments_ino).copied();
-    assert_eq!(lists, Some(2));
+    assert_eq!(counting.lists_of(fragments_ino), 2);
 }
 
 /// A daemon whose descriptor limit is 128 serves files of 300 fragments held open at

@@ -36,6 +36,18 @@ fn bytes(tree: &dyn FileTree, path: &str) -> Vec<u8> {
     read_all(tree, tree.resolve(path).unwrap()).unwrap()
 }
 
+/// The headless browser on this machine, if any.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
 /// A client missing here fails under CI (scripts/test.sh installs them) and skips
 /// elsewhere, saying so.
 fn missing(reason: &str) {
@@ -247,15 +259,7 @@ fn gdal_reads_envi_rasters_and_zarr_over_vsicurl() {
 /// link it resolves answers, and its screenshot is a page, not a blank.
 #[test]
 fn chromium_renders_the_listing_with_working_links() {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    let Some(chromium) = chromium else {
+    let Some(chromium) = chromium() else {
         return missing("no chromium (scripts/test.sh installs Debian's chromium)");
     };
     let (tree, _server, addr) = served_feature("merge_dense_overlap");
@@ -337,15 +341,7 @@ fn chromium_renders_the_listing_with_working_links() {
 /// refused by the server.
 #[test]
 fn chromium_pages_read_only_with_cors_and_a_rebound_name_is_refused() {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    let Some(chromium) = chromium else {
+    let Some(chromium) = chromium() else {
         return missing("no chromium (scripts/test.sh installs Debian's chromium)");
     };
     let (array, expected) = feature("merge_dense_overlap");

@@ -6,130 +6,18 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::http::get;
+use common::watched::Watched;
 use common::*;
 use fragfs::serve::{Doors, Limits, Server};
-use fragfs::view::{ArrayTree, Entry, FileTree, Info, Ino, Lifetime, Listing, OpenGuard, Stat};
-
-/// A tree that counts what the doors ask of it: listings taken and entries numbered,
-/// per folder; and whose text files can be held back from rendering (`gate`), to show
-/// what else is served meanwhile.
-struct Watched {
-    tree: Arc<dyn FileTree>,
-    listings: Mutex<BTreeMap<Ino, u64>>,
-    numbered: AtomicU64,
-    /// While false, `size` of a file whose size is not known waits.
-    gate: (Mutex<bool>, Condvar),
-    waiting: AtomicU64,
-}
-
-impl Watched {
-    fn new(tree: Arc<dyn FileTree>) -> Arc<Watched> {
-        Arc::new(Watched {
-            tree,
-            listings: Mutex::default(),
-            numbered: AtomicU64::new(0),
-            gate: (Mutex::new(true), Condvar::new()),
-            waiting: AtomicU64::new(0),
-        })
-    }
-
-    fn listings_of(&self, dir: Ino) -> u64 {
-        self.listings
-            .lock()
-            .unwrap()
-            .get(&dir)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn reset(&self) {
-        self.listings.lock().unwrap().clear();
-        self.numbered.store(0, Ordering::Relaxed);
-    }
-
-    fn close_gate(&self) {
-        *self.gate.0.lock().unwrap() = false;
-    }
-
-    fn open_gate(&self) {
-        *self.gate.0.lock().unwrap() = true;
-        self.gate.1.notify_all();
-    }
-}
-
-impl FileTree for Watched {
-    fn list(&self, dir: Ino) -> fragfs::Result<Vec<Entry>> {
-        self.tree.list(dir)
-    }
-    fn listing(&self, dir: Ino) -> fragfs::Result<Listing> {
-        *self.listings.lock().unwrap().entry(dir).or_default() += 1;
-        self.tree.listing(dir)
-    }
-    fn listed(&self, listing: &Listing, i: usize) -> fragfs::Result<Entry> {
-        self.numbered.fetch_add(1, Ordering::Relaxed);
-        self.tree.listed(listing, i)
-    }
-    fn lookup(&self, parent: Ino, name: &str) -> fragfs::Result<Entry> {
-        self.tree.lookup(parent, name)
-    }
-    fn stat(&self, ino: Ino) -> fragfs::Result<Stat> {
-        self.tree.stat(ino)
-    }
-    fn size(&self, ino: Ino) -> fragfs::Result<u64> {
-        if !self.tree.stat(ino)?.exact_size {
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let mut open = self.gate.0.lock().unwrap();
-            while !*open {
-                open = self.gate.1.wait(open).unwrap();
-            }
-            drop(open);
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.tree.size(ino)
-    }
-    fn read_into(&self, ino: Ino, offset: u64, len: u64, out: &mut Vec<u8>) -> fragfs::Result<()> {
-        self.tree.read_into(ino, offset, len, out)
-    }
-    fn parent(&self, ino: Ino) -> fragfs::Result<Ino> {
-        self.tree.parent(ino)
-    }
-    fn lifetime(&self, ino: Ino) -> Lifetime {
-        self.tree.lifetime(ino)
-    }
-    fn generation(&self) -> u64 {
-        self.tree.generation()
-    }
-    fn source(&self) -> String {
-        self.tree.source()
-    }
-    fn entry_count(&self) -> u64 {
-        self.tree.entry_count()
-    }
-    fn info(&self) -> fragfs::Result<Info> {
-        self.tree.info()
-    }
-    fn open(&self, ino: Ino) -> fragfs::Result<Option<OpenGuard>> {
-        self.tree.open(ino)
-    }
-    fn remember(&self, ino: Ino) -> bool {
-        self.tree.remember(ino)
-    }
-    fn forget(&self, ino: Ino, n: u64) {
-        self.tree.forget(ino, n)
-    }
-    fn version(&self, ino: Ino) -> Option<u64> {
-        self.tree.version(ino)
-    }
-}
+use fragfs::view::{ArrayTree, FileTree, Ino};
 
 fn loopback() -> Option<SocketAddr> {
     Some("127.0.0.1:0".parse().unwrap())
@@ -355,8 +243,7 @@ fn propfind_bodies_are_bounded_and_answers_streamed() {
     let tmp = scratch_dir();
     let array = tmp.path().join("many");
     many_fragments(&array, 2_000, 1_000);
-    let (_child, url) = fragfs_serve(&array, &["--webdav", "127.0.0.1:0", "--cache-size", "8M"]);
-    let addr = addr_of(&url, "webdav");
+    let (child, addr) = fragfs_serve(&array, &["--webdav", "127.0.0.1:0", "--cache-size", "8M"]);
     let propfind = |body: &str| {
         let head = format!(
             "PROPFIND /fragments/ HTTP/1.1\r\nHost: {addr}\r\nDepth: 1\r\nConnection: close\r\n\
@@ -396,7 +283,7 @@ fn propfind_bodies_are_bounded_and_answers_streamed() {
     assert!(answer.starts_with(b"HTTP/1.1 207"), "{}", shown(&answer));
     let text = String::from_utf8_lossy(&answer);
     assert_eq!(text.matches("<D:response>").count(), 2_001);
-    let peak = peak_rss_mib(_child.id());
+    let peak = peak_rss_mib(child.id());
     eprintln!("{} MB answered; peak RSS {peak} MiB", answer.len() >> 20);
     assert!(answer.len() > 20 << 20, "{} bytes", answer.len());
     assert!(peak < 8 + 80, "peak RSS {peak} MiB for a streamed answer");
@@ -603,43 +490,6 @@ fn the_first_chunk_of_every_answer_counts_in_the_memory_budget() {
     assert!(r.body == read_all(&*tree, tree.resolve(path).unwrap()).unwrap());
 }
 
-fn fragfs_serve(array: &std::path::Path, args: &[&str]) -> (KillOnDrop, String) {
-    let mut child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_fragfs"))
-            .arg("serve")
-            .arg(array)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    (child, line.trim().to_string())
-}
-
-fn addr_of(line: &str, door: &str) -> SocketAddr {
-    let url = line.strip_prefix(door).unwrap().trim();
-    let hostport = url.split("://").nth(1).unwrap().split('/').next().unwrap();
-    hostport.parse().unwrap()
-}
-
-fn peak_rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .unwrap()
-        >> 10
-}
-
 /// Tokens and S3 keys shorter than 16 bytes (an unset variable's empty one above all)
 /// are refused at start with one line; `--token-file` and `--s3-secret-key-file` keep
 /// secrets off the command line (`ps` shows it), and work.
@@ -691,7 +541,7 @@ fn weak_secrets_are_refused_and_secret_files_keep_them_off_the_command_line() {
         "--token-file",
         empty.to_str().unwrap(),
     ]);
-    let (child, url) = fragfs_serve(
+    let (child, addr) = fragfs_serve(
         &array,
         &[
             "--http",
@@ -700,7 +550,6 @@ fn weak_secrets_are_refused_and_secret_files_keep_them_off_the_command_line() {
             file.to_str().unwrap(),
         ],
     );
-    let addr = addr_of(&url, "http");
     assert_eq!(get(addr, "GET", "/array.json", &[]).status, 401);
     let auth = format!("Bearer {token}");
     assert_eq!(

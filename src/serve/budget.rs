@@ -4,6 +4,10 @@
 //! connection has sent them. So a thousand clients that stop reading hold at most the
 //! budget between them, not a chunk each; a request that finds the budget spent waits
 //! for its share (at most [`WAIT`]) rather than growing memory.
+//!
+//! Read-ahead (a body's chunks beyond the one it needs next) takes a share only while a
+//! quarter of the budget stays free ([`Budget::try_take_ahead`]): fast clients reading
+//! ahead must not leave the next response without room for its first chunk.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +62,16 @@ impl Budget {
             .try_acquire_many_owned(self.units(bytes))
             .ok()
             .map(Share)
+    }
+
+    /// `bytes` of the budget for read-ahead: only if a quarter of the budget stays free
+    /// after them, for the chunks that responses need next.
+    pub fn try_take_ahead(&self, bytes: usize) -> Option<Share> {
+        let units = self.units(bytes) as usize;
+        if self.units.available_permits() < units + self.total / 4 {
+            return None;
+        }
+        self.try_take(bytes)
     }
 
     /// Bytes of the budget free now.

@@ -56,7 +56,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 1024,
-            max_connections_per_client: 128,
+            max_connections_per_client: 64,
             header_bytes: 16 << 10,
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
@@ -76,6 +76,16 @@ pub trait Plain: Sized {
     fn plain(text: &str) -> Self;
 }
 
+/// What the connections of every door of one server share: the limits, the slots, the
+/// stop signal and the counts.
+#[derive(Clone)]
+pub struct Wiring {
+    pub limits: Limits,
+    pub slots: Arc<Slots>,
+    pub stop: watch::Receiver<bool>,
+    pub counts: Arc<Counts>,
+}
+
 /// One hyper-based door as the connections see it.
 pub struct Door {
     /// For log lines: `http`, `webdav`, `s3`.
@@ -89,15 +99,8 @@ pub struct Door {
 /// Serves `service` on every connection `listener` accepts until `stop` turns true;
 /// then stops accepting, lets each connection finish the request it is in, and returns
 /// once all are closed (the caller bounds how long it waits).
-pub async fn serve<S, B>(
-    listener: TcpListener,
-    service: S,
-    door: Door,
-    limits: Limits,
-    slots: Arc<Slots>,
-    stop: watch::Receiver<bool>,
-    counts: Arc<Counts>,
-) where
+pub async fn serve<S, B>(listener: TcpListener, service: S, door: Door, wiring: Wiring)
+where
     S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -105,18 +108,12 @@ pub async fn serve<S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let idle = limits.idle_timeout;
-    let header_timeout = limits.header_timeout;
-    let header_bytes = limits.header_bytes;
+    let idle = wiring.limits.idle_timeout;
+    let header_timeout = wiring.limits.header_timeout;
+    let header_bytes = wiring.limits.header_bytes;
     let door = Arc::new(door);
     let name = door.name;
-    accept(
-        listener,
-        slots,
-        stop,
-        name,
-        counts,
-        move |stream, peer, mut stop| {
+    accept(listener, wiring, name, move |stream, peer, mut stop| {
             let (service, guarded) = (service.clone(), door.clone());
             let service = hyper::service::service_fn(move |req| {
                 guard(service.clone(), guarded.clone(), peer, req)
@@ -159,8 +156,7 @@ pub async fn serve<S, B>(
                     log::debug!("{name}: connection from {peer}: {e}");
                 }
             }
-        },
-    )
+        })
     .await;
 }
 
@@ -296,22 +292,22 @@ const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\
 Retry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: 39\r\n\r\n\
 too many connections from this address\n";
 
-/// The accept loop every door shares: a slot of `slots` for each connection (more wait
-/// in the listen backlog; one more than a client's share is closed at once), each
-/// counted in `counts` and served by `handle` on a task of its own, until `stop` turns
-/// true; then stops accepting and returns once every connection has ended (the caller
-/// bounds how long it waits).
-pub async fn accept<H, F>(
-    listener: TcpListener,
-    slots: Arc<Slots>,
-    mut stop: watch::Receiver<bool>,
-    door: &'static str,
-    counts: Arc<Counts>,
-    handle: H,
-) where
+/// The accept loop every door shares: a slot of `wiring`'s for each connection (more
+/// wait in the listen backlog; one more than a client's share is closed at once), each
+/// counted and served by `handle` on a task of its own, until the stop signal; then
+/// stops accepting and returns once every connection has ended (the caller bounds how
+/// long it waits).
+pub async fn accept<H, F>(listener: TcpListener, wiring: Wiring, door: &'static str, handle: H)
+where
     H: Fn(TcpStream, SocketAddr, watch::Receiver<bool>) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
+    let Wiring {
+        slots,
+        mut stop,
+        counts,
+        ..
+    } = wiring;
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         let permit: OwnedSemaphorePermit = tokio::select! {

@@ -182,10 +182,17 @@ impl Reads {
         self.end.is_some_and(|e| self.next >= e)
     }
 
-    /// Starts reads until [`DEPTH`] are in flight, or no share of the budget is free.
+    /// Starts reads until `DEPTH` are in flight, or the budget says no: the next chunk
+    /// takes any free share, the chunks read ahead of it only while a quarter of the
+    /// budget stays free.
     fn top_up(&mut self) {
         while self.queue.len() < DEPTH && !self.done() {
-            match self.budget.try_take(CHUNK as usize) {
+            let share = if self.queue.is_empty() {
+                self.budget.try_take(CHUNK as usize)
+            } else {
+                self.budget.try_take_ahead(CHUNK as usize)
+            };
+            match share {
                 Some(share) => self.start(share),
                 None => return,
             }

@@ -16,31 +16,25 @@
 //! answers to calls are plain functions of the tree and compile without it, so the
 //! fuzzer reaches them with no network stack.
 
-#[cfg(feature = "serve")]
-pub mod budget;
-#[cfg(feature = "serve")]
-pub mod conn;
-#[cfg(feature = "serve")]
-pub mod file;
-#[cfg(feature = "serve")]
-pub mod http;
-#[cfg(feature = "serve")]
-pub mod listing;
-pub mod nfs;
-#[cfg(feature = "serve")]
-pub mod origin;
-#[cfg(feature = "serve")]
-pub mod s3api;
-#[cfg(feature = "serve")]
-pub mod s3list;
-#[cfg(feature = "serve")]
-mod server;
-#[cfg(feature = "serve")]
-pub mod sizing;
-#[cfg(feature = "serve")]
-pub mod tls;
-#[cfg(feature = "serve")]
-pub mod webdav;
+/// Items that need the network stack (the `serve` feature).
+macro_rules! with_network {
+    ($($item:item)*) => { $( #[cfg(feature = "serve")] $item )* };
+}
 
-#[cfg(feature = "serve")]
-pub use server::*;
+with_network! {
+    pub mod budget;
+    pub mod conn;
+    pub mod file;
+    pub mod http;
+    pub mod listing;
+    pub mod origin;
+    pub mod s3api;
+    pub mod s3list;
+    mod server;
+    pub mod sizing;
+    pub mod tls;
+    pub mod webdav;
+    pub use server::*;
+}
+
+pub mod nfs;

@@ -161,7 +161,12 @@ impl Server {
             https: tls.is_some(),
             budget: budget.clone(),
         };
-        let slots = Arc::new(Slots::new(&doors.limits));
+        let wiring = conn::Wiring {
+            limits: doors.limits.clone(),
+            slots: Arc::new(Slots::new(&doors.limits)),
+            stop: stopped,
+            counts: server.counts.clone(),
+        };
         // Text files are rendered to learn their size in a pool of their own, never on
         // the threads that read bytes.
         let sizing = Sizing::start(
@@ -194,15 +199,8 @@ impl Server {
             let files = files.clone();
             let service = hyper::service::service_fn(move |req| files.clone().answer(req));
             let door = door("http", addr, guarded, http::METHODS, &doors.allowed_hosts)?;
-            server.running.push(runtime.spawn(conn::serve(
-                listener,
-                service,
-                door,
-                doors.limits.clone(),
-                slots.clone(),
-                stopped.clone(),
-                server.counts.clone(),
-            )));
+            let serving = conn::serve(listener, service, door, wiring.clone());
+            server.running.push(runtime.spawn(serving));
         }
         if let Some(addr) = doors.webdav {
             let listener = bind(&runtime, addr, "WebDAV")?;
@@ -216,15 +214,8 @@ impl Server {
                 webdav::METHODS,
                 &doors.allowed_hosts,
             )?;
-            server.running.push(runtime.spawn(conn::serve(
-                listener,
-                service,
-                door,
-                doors.limits.clone(),
-                slots.clone(),
-                stopped.clone(),
-                server.counts.clone(),
-            )));
+            let serving = conn::serve(listener, service, door, wiring.clone());
+            server.running.push(runtime.spawn(serving));
         }
         if let Some(addr) = doors.nfs {
             let listener = bind(&runtime, addr, "NFS")?;
@@ -239,10 +230,7 @@ impl Server {
                 nfs_door,
                 sizing.clone(),
                 budget.clone(),
-                doors.limits.clone(),
-                slots.clone(),
-                stopped.clone(),
-                server.counts.clone(),
+                wiring.clone(),
             )));
         }
         if let Some(addr) = doors.s3 {
@@ -273,15 +261,8 @@ impl Server {
                 s3api::METHODS,
                 &allowed,
             )?;
-            server.running.push(runtime.spawn(conn::serve(
-                listener,
-                service,
-                door,
-                doors.limits.clone(),
-                slots.clone(),
-                stopped.clone(),
-                server.counts.clone(),
-            )));
+            let serving = conn::serve(listener, service, door, wiring.clone());
+            server.running.push(runtime.spawn(serving));
         }
         server.runtime = Some(runtime);
         Ok(server)

@@ -9,6 +9,7 @@ pub mod mounting;
 pub mod nfs;
 pub mod rng;
 pub mod s3;
+pub mod watched;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -823,6 +824,53 @@ impl Drop for KillOnDrop {
             let _ = self.0.wait();
         }
     }
+}
+
+/// `fragfs serve ARRAY ARGS...` (killed when dropped or when the test fails), once its
+/// first door listens: the child, and the address that door's line names
+/// (`http http://127.0.0.1:40213/`).
+pub fn fragfs_serve(array: &Path, args: &[&str]) -> (KillOnDrop, std::net::SocketAddr) {
+    let mut child = KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_fragfs"))
+            .arg("serve")
+            .arg(array)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, door_addr(&line))
+}
+
+/// The address of a door's readiness line, `<door> <scheme>://<host:port>/...`.
+pub fn door_addr(line: &str) -> std::net::SocketAddr {
+    let url = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line:?}"));
+    let hostport = url.split("://").nth(1).and_then(|u| u.split('/').next());
+    hostport
+        .and_then(|h| h.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in MiB.
+pub fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse().ok())
+        .unwrap();
+    kib >> 10
 }
 
 /// Writes, with TileDB-Py (`python`), a dense 1-D array at `uri`: `cells` random int64

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::{NfsDoor, Sizes};
 use crate::serve::budget::{Budget, Share};
-use crate::serve::conn::Slots;
+use crate::serve::conn::Wiring;
 use crate::serve::sizing::Sizing;
 use crate::serve::Limits;
 use crate::view::Ino;
@@ -27,24 +27,20 @@ pub const MAX_RECORD: usize = super::WTMAX as usize + 4096;
 /// Calls of one connection running at once.
 pub const IN_FLIGHT: usize = 8;
 
-/// Serves `door` on every connection `listener` accepts, within `slots`, until `stop`
-/// turns true; then stops accepting, lets each connection finish the calls it runs,
-/// and returns once all are closed. A GETATTR of a text file not sized yet has it
+/// Serves `door` on every connection `listener` accepts, within `wiring`'s bounds, until
+/// its stop signal; then stops accepting, lets each connection finish the calls it
+/// runs, and returns once all are closed. A GETATTR of a text file not sized yet has it
 /// sized in `sizing` first (the call waits without a thread; `door` must read the
 /// outcome from the same pool, [`NfsDoor::with_sizes`]); a READ's reply takes its bytes
 /// from `budget` until it is written.
-#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     listener: TcpListener,
     door: Arc<NfsDoor>,
     sizing: Arc<Sizing>,
     budget: Arc<Budget>,
-    limits: Limits,
-    slots: Arc<Slots>,
-    stop: watch::Receiver<bool>,
-    counts: Arc<crate::serve::conn::Counts>,
+    wiring: Wiring,
 ) {
-    let shared = Arc::new(limits.clone());
+    let shared = Arc::new(wiring.limits.clone());
     let handle = move |stream, peer, stop| {
         let call = Calls {
             door: door.clone(),
@@ -58,7 +54,7 @@ pub async fn serve(
             }
         }
     };
-    crate::serve::conn::accept(listener, slots, stop, "nfs", counts, handle).await;
+    crate::serve::conn::accept(listener, wiring, "nfs", handle).await;
 }
 
 /// What answers a connection's calls.
