@@ -90,7 +90,7 @@ else
     cargo test --no-fail-fast "${targets[@]}" "$@" 2>&1 | tee "$log" || status=$?
 fi
 # Then every cargo-fuzz target for a few seconds (scripts/fuzz-smoke.sh; about 2 minutes
-# once its build is cached in the cargo home, 7 the first time on a machine), when the
+# once its build is cached in the cargo home, 5 the first time on a machine), when the
 # whole suite runs under CI=true: there it must run, and fails the run on a finding.
 # Elsewhere it is skipped, saying so (FRAGFS_FUZZ=1 runs it): the suite is what a
 # developer runs before each commit, on 2 cores shared with other builds, and the fuzz
