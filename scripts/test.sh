@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: unit tests, the fixture conformance test, error tests, real FUSE mounts,
 # arrays on a real S3 server (s3s-fs, installed here), and (when ../shared is beside the
-# repo) the shared-corpus tests.
+# repo) the shared-corpus tests; under CI=true, then every fuzz target for a few seconds.
 #
 #   bash scripts/test.sh               the whole suite, its test binaries side by side
 #                                      (FRAGFS_TEST_LANES of them at once, default 3)
@@ -89,12 +89,29 @@ if [ $# -eq 0 ]; then
 else
     cargo test --no-fail-fast "${targets[@]}" "$@" 2>&1 | tee "$log" || status=$?
 fi
+# Then every cargo-fuzz target for a few seconds (scripts/fuzz-smoke.sh; about 2 minutes
+# once its build is cached in the cargo home, 5 the first time on a machine), when the
+# whole suite runs under CI=true: there it must run, and fails the run on a finding.
+# Elsewhere it is skipped, saying so (FRAGFS_FUZZ=1 runs it): the suite is what a
+# developer runs before each commit, on 2 cores shared with other builds, and the fuzz
+# build alone would add 1 to 6 minutes to it for what CI then does on every submission
+# anyway; a finding there names the saved input, which replays here
+# (docs/testing.md#fuzzing).
+if [ $# -eq 0 ]; then
+    if [ "${CI:-}" = true ] || [ "${FRAGFS_FUZZ:-}" = 1 ]; then
+        bash scripts/fuzz-smoke.sh 2>&1 | tee -a "$log" || status=$?
+    else
+        echo "fuzz targets: not run outside CI (FRAGFS_FUZZ=1 bash scripts/test.sh, or bash scripts/fuzz-smoke.sh)" >>"$skips"
+    fi
+fi
 if [ -s "$skips" ]; then
     echo "skipped checks:"
     sed 's/^/  /' "$skips"
 fi
-# One closing line for the whole suite, summed over every test binary.
+# One closing line for the whole suite, summed over every test binary (and every fuzz
+# target, as one test each).
 awk -v skipped="$(wc -l <"$skips")" \
     '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^fuzz targets: [0-9]+ passed, [0-9]+ failed$/ { p += $3; f += $5 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, skipped }' "$log"
 exit "$status"

@@ -118,6 +118,7 @@ fn seeds() -> &'static harness::seeds::Seeds {
             let _ = harness::seeds::seed_array(array, &mut seeds);
         }
         harness::seeds::seed_filo(&root, &mut seeds);
+        harness::seeds::seed_wire(&arrays, &mut seeds);
         seeds
     })
 }
@@ -240,4 +241,43 @@ fn chunk_pipeline() {
 #[test]
 fn filo() {
     replay("filo", harness::filo);
+}
+
+/// The network doors' parsers (`src/wire/`): hand-made guards (a Range of 25 digits, a
+/// PROPFIND of 10,000 properties, `Basic` and 10 KiB of `=`, a record mark claiming
+/// 2 GiB, ...) and the seeds of real clients with their mutations, through the same
+/// invariants cargo-fuzz checks.
+#[test]
+fn request_path() {
+    replay("request_path", harness::request_path);
+}
+
+#[test]
+fn range_header() {
+    replay("range_header", harness::range_header);
+}
+
+#[test]
+fn propfind_body() {
+    replay("propfind_body", harness::propfind_body);
+}
+
+#[test]
+fn basic_auth() {
+    replay("basic_auth", harness::basic_auth);
+}
+
+#[test]
+fn rpc_record() {
+    replay("rpc_record", harness::rpc_record);
+}
+
+/// The fuzz crate builds fragfs without the `serve` feature, so it cannot name the
+/// connection's bound: its copy must be the same number.
+#[test]
+fn rpc_record_takes_the_connections_bound() {
+    assert_eq!(
+        harness::MAX_RECORD,
+        fragfs::serve::nfs::connection::MAX_RECORD
+    );
 }

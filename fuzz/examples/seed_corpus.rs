@@ -7,11 +7,14 @@
 //! (`schema`), its footers and metadata payloads with their schema (`fragment_metadata`),
 //! and the first tiles of every field file, whole with their pipeline
 //! (`chunk_pipeline`) and chunk by chunk for the filter reversed first (`filters`).
+//! The network targets get request paths of the arrays' trees (`request_path`), sizes
+//! of their files under real clients' `Range` headers (`range_header`), and what
+//! WebDAV and NFS clients send (`propfind_body`, `basic_auth`, `rpc_record`).
 //! Seeds are named by a hash of their bytes, so running it twice adds nothing.
 
 use std::path::PathBuf;
 
-use fragfs_fuzz::seeds::{find_arrays, fnv1a, seed_array, seed_filo, Seeds};
+use fragfs_fuzz::seeds::{find_arrays, fnv1a, seed_array, seed_filo, seed_wire, Seeds};
 
 /// Seeds kept per target (the shared corpus gives thousands of near-duplicates; the first
 /// by hash are a uniform sample), so a short run gets past its seeds quickly.
@@ -36,6 +39,7 @@ fn main() {
     for root in roots {
         seed_filo(root, &mut seeds);
     }
+    seed_wire(&arrays, &mut seeds);
     for (target, inputs) in &seeds.0 {
         let dir = out.join(target);
         std::fs::create_dir_all(&dir).expect("create the corpus folder");

@@ -5,6 +5,13 @@
 //! bytes and must return: any panic, hang or oversized allocation inside fragfs is a bug.
 //! The input layouts are small headers in front of real bytes, so files of real arrays
 //! (cut up by `seeds.rs`) make good seeds.
+//!
+//! The network doors' parsers (`fragfs::wire`) have targets of their own: `request_path`,
+//! `range_header`, `propfind_body`, `basic_auth` and `rpc_record` (a client's TCP byte
+//! stream answered by a real NFS face over a fixture array). Beside "no panic" they check
+//! what each parser promises (a path segment never leaves the tree, a range never passes
+//! the file's end, a PROPFIND never asks more than its bounds), so a bounds check gone
+//! wrong is found even where it does not crash.
 
 use fragfs::array::dense_grid::DenseGrid;
 use fragfs::array::field::fragment_fields;
@@ -23,6 +30,9 @@ use fragfs::format::schema::ArraySchema;
 use fragfs::format::{Datatype, Filter, FilterPipeline, Reader};
 use fragfs::storage::MemoryStore;
 
+// Not in the regression tests, which include this file and have an allocator of their own.
+#[cfg(not(test))]
+mod malloc_limit;
 pub mod seeds;
 
 /// The key of the `encrypted` fixture, so its tiles decrypt and the fuzzer gets past
@@ -311,4 +321,323 @@ pub fn filo(data: &[u8]) {
         let _ = layout.read_values_at(layout.values_len() / 2, &mut window);
     }
     let _ = parse_manifest(chunk);
+}
+
+// ---- The network doors' parsers (`fragfs::wire`) ------------------------------------
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use fragfs::serve::nfs::{NfsFace, RTMAX, WTMAX};
+use fragfs::view::{ArrayTree, FileTree, ROOT};
+use fragfs::wire;
+
+/// `request_path`: a request's URL path (lossily UTF-8, as a header is) through
+/// `wire::path`. A segment `segments` gives is a name of the tree: never empty, `.` or
+/// `..`, never holding `/`, `\` or NUL; the path spelled canonically (each name
+/// `encode`d) gives the same segments, so two spellings never differ. `decode` takes
+/// only well-formed escapes (`%` and two hex digits) and undoes `encode`.
+pub fn request_path(data: &[u8]) {
+    use wire::path::{decode, encode, segments};
+    let raw = String::from_utf8_lossy(data);
+    if let Ok((names, trailing)) = segments(&raw) {
+        for name in &names {
+            assert!(
+                !name.is_empty() && name != "." && name != "..",
+                "segments({raw:?}) gave the name {name:?}"
+            );
+            assert!(
+                !name.contains(['/', '\\', '\0']),
+                "segments({raw:?}) gave {name:?}, which holds a separator or NUL"
+            );
+        }
+        let mut canonical: String = names.iter().map(|n| format!("/{}", encode(n))).collect();
+        if names.is_empty() || trailing {
+            canonical.push('/');
+        }
+        assert_eq!(
+            segments(&canonical),
+            Ok((names, trailing)),
+            "{raw:?} spelled canonically as {canonical:?}"
+        );
+    }
+    if decode(&raw).is_ok() {
+        assert!(
+            escapes_well_formed(raw.as_bytes()),
+            "decode took the malformed escapes of {raw:?}"
+        );
+    }
+    let encoded = encode(&raw);
+    assert!(
+        encoded
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b)),
+        "encode({raw:?}) = {encoded:?} keeps a reserved character"
+    );
+    assert_eq!(
+        decode(&encoded).as_deref(),
+        Ok(&*raw),
+        "decode(encode(x)) != x"
+    );
+    if !raw.is_empty() && raw != "." && raw != ".." && !raw.contains(['/', '\\', '\0']) {
+        assert_eq!(
+            segments(&format!("/{encoded}")),
+            Ok((vec![raw.to_string()], false)),
+            "an encoded name is not one segment"
+        );
+    }
+}
+
+/// Whether every `%` of `s` starts an escape of RFC 3986 (`%` and two hex digits).
+fn escapes_well_formed(s: &[u8]) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'%' {
+            match s.get(i + 1..i + 3) {
+                Some([a, b]) if a.is_ascii_hexdigit() && b.is_ascii_hexdigit() => i += 3,
+                _ => return false,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    true
+}
+
+/// `range_header`: `[file size: u64 LE][Range header value]` through
+/// `wire::range::answer`. A part it answers is never empty and never passes the end:
+/// `start < end <= size`.
+pub fn range_header(data: &[u8]) {
+    use wire::range::{answer, Answer};
+    let Some((size, header)) = data.split_first_chunk::<8>() else {
+        return;
+    };
+    let size = u64::from_le_bytes(*size);
+    let header = String::from_utf8_lossy(header);
+    if let Answer::Part { start, end } = answer(&header, size) {
+        assert!(
+            start < end && end <= size,
+            "Range {header:?} of {size} bytes answered [{start}, {end})"
+        );
+    }
+}
+
+/// `propfind_body`: a `PROPFIND` body through `wire::propfind::parse`. What it takes
+/// is within its bounds: at most `MAX_PROPERTIES` properties, each once, with a
+/// non-empty name, name and namespace at most `MAX_NAME` bytes; a body over `MAX_BODY`
+/// is refused.
+pub fn propfind_body(data: &[u8]) {
+    use wire::propfind::{parse, Refused, Wanted, MAX_BODY, MAX_NAME, MAX_PROPERTIES};
+    let parsed = parse(data);
+    if data.len() > MAX_BODY {
+        assert!(
+            matches!(parsed, Err(Refused::TooMuch(_))),
+            "a body of {} bytes was taken",
+            data.len()
+        );
+    }
+    if let Ok(Wanted::Props(props)) = parsed {
+        assert!(props.len() <= MAX_PROPERTIES, "{} properties", props.len());
+        for (i, (ns, name)) in props.iter().enumerate() {
+            assert!(
+                !name.is_empty() && name.len() <= MAX_NAME && ns.len() <= MAX_NAME,
+                "a property {ns:?} {name:?}"
+            );
+            assert!(!props[..i].contains(&props[i]), "{ns:?} {name:?} twice");
+        }
+    }
+}
+
+/// `basic_auth`: an `Authorization` header value through `wire::auth::credentials`,
+/// and the bytes as base64 text through `base64_decode`. A bearer token taken is
+/// visible characters; a basic user holds no `:`; what decodes re-encodes to text that
+/// decodes to it again. And the input as data: encoded by the reference encoder below
+/// (padded and not) it decodes back to itself, and as basic credentials it gives the
+/// user before its first `:` and the password after.
+pub fn basic_auth(data: &[u8]) {
+    use wire::auth::{base64_decode, credentials, Credentials};
+    match credentials(data) {
+        Some(Credentials::Bearer(token)) => assert!(
+            !token.is_empty() && token.iter().all(u8::is_ascii_graphic),
+            "bearer token {token:?}"
+        ),
+        Some(Credentials::Basic { user, .. }) => {
+            assert!(!user.contains(&b':'), "a user {user:?} holding ':'")
+        }
+        None => {}
+    }
+    if let Some(decoded) = base64_decode(data) {
+        assert!(
+            decoded.len() <= data.len() / 4 * 3 + 2,
+            "longer than its text"
+        );
+        let again = base64_encode(&decoded);
+        assert_eq!(base64_decode(again.as_bytes()).as_ref(), Some(&decoded));
+    }
+    let text = base64_encode(data);
+    assert_eq!(
+        base64_decode(text.as_bytes()).as_deref(),
+        Some(data),
+        "{text}"
+    );
+    let unpadded = text.trim_end_matches('=');
+    assert_eq!(
+        base64_decode(unpadded.as_bytes()).as_deref(),
+        Some(data),
+        "{unpadded}"
+    );
+    if let Some(colon) = data.iter().position(|&b| b == b':') {
+        assert_eq!(
+            credentials(format!("Basic {text}").as_bytes()),
+            Some(Credentials::Basic {
+                user: data[..colon].to_vec(),
+                password: data[colon + 1..].to_vec(),
+            }),
+            "Basic {text}"
+        );
+    }
+}
+
+/// Standard padded base64 (RFC 4648 §4), written from the RFC apart from fragfs's
+/// decoder, as the reference it is checked against.
+pub fn base64_encode(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for group in data.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The longest call record a connection takes: `serve::nfs::connection::MAX_RECORD`,
+/// which is built with the `serve` feature only (the regression tests, built with it,
+/// check the two agree).
+pub const MAX_RECORD: usize = WTMAX as usize + 4096;
+
+/// Records answered per `rpc_record` input: a client's burst, and a bound on the time
+/// one input takes.
+pub const MAX_CALLS: usize = 16;
+
+/// The largest reply a call may get: a READ of `RTMAX` bytes or a READDIR page of as
+/// much, with their headers and attributes.
+pub const MAX_REPLY: usize = RTMAX as usize + 1024;
+
+/// Placeholders for file handles in `rpc_record` inputs. A handle carries the face's
+/// instance id, random per process, so no saved input can hold a real one: each run
+/// of 16 of these bytes is replaced by the handle of the root ([`ROOT_PLACEHOLDER`]),
+/// of [`FILE_PATH`] and of [`DIR_PATH`] before the stream is answered, so mutated seeds
+/// get past the handle check to LOOKUP, GETATTR, READ and READDIR(PLUS).
+pub const ROOT_PLACEHOLDER: [u8; 16] = [0xEE; 16];
+pub const FILE_PLACEHOLDER: [u8; 16] = [0xDD; 16];
+pub const DIR_PLACEHOLDER: [u8; 16] = [0xDC; 16];
+
+/// The array the NFS face of `rpc_record` serves (small: every read is cheap).
+pub const NFS_FIXTURE: &str = "tiledb/dense_basic";
+/// The file [`FILE_PLACEHOLDER`] and the folder [`DIR_PLACEHOLDER`] stand for.
+pub const FILE_PATH: &str = "latest/i32/values.bin";
+pub const DIR_PATH: &str = "latest";
+
+/// The repository's `tests/fixtures`: `CARGO_MANIFEST_DIR` is `fuzz/` in the fuzz crate
+/// and the repository in the regression tests, which include this file.
+pub fn fixtures() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let beside = here.join("../tests/fixtures");
+    if beside.is_dir() {
+        beside
+    } else {
+        here.join("tests/fixtures")
+    }
+}
+
+/// An NFS face over [`NFS_FIXTURE`], opened once per process (as `fragfs serve` opens
+/// its tree once): a fuzzer's inputs meet the state earlier ones left (held handles,
+/// kept listings), as a server's clients do.
+pub struct Nfs {
+    pub tree: Arc<dyn FileTree>,
+    pub face: NfsFace,
+}
+
+pub fn nfs() -> &'static Nfs {
+    static NFS: OnceLock<Nfs> = OnceLock::new();
+    NFS.get_or_init(|| {
+        let path = fixtures().join(NFS_FIXTURE);
+        let tree: Arc<dyn FileTree> = Arc::new(
+            ArrayTree::open_path(&path, Default::default(), 16 << 20)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        );
+        let face = NfsFace::new(tree.clone(), 2049, fragfs::serve::nfs::handles::HELD);
+        Nfs { tree, face }
+    })
+}
+
+impl Nfs {
+    /// The handle of the node at `path`, held by the face from now on.
+    pub fn handle(&self, path: &str) -> Option<[u8; 16]> {
+        let ino = self.tree.resolve(path).ok()?;
+        self.face.handles().handle(ino)
+    }
+
+    /// `stream` with each placeholder replaced by a real handle (taken afresh, so an
+    /// earlier input cannot have made it stale).
+    pub fn with_handles(&self, stream: &[u8]) -> Vec<u8> {
+        let mut out = stream.to_vec();
+        let mut real: [Option<[u8; 16]>; 3] = [None; 3];
+        let mut i = 0;
+        while i + 16 <= out.len() {
+            let which = [ROOT_PLACEHOLDER, FILE_PLACEHOLDER, DIR_PLACEHOLDER]
+                .iter()
+                .position(|p| out[i..i + 16] == *p);
+            let Some(which) = which else {
+                i += 1;
+                continue;
+            };
+            let handle = real[which].get_or_insert_with(|| {
+                let handle = match which {
+                    0 => self.face.handles().handle(ROOT),
+                    1 => self.handle(FILE_PATH),
+                    _ => self.handle(DIR_PATH),
+                };
+                handle.unwrap_or_else(|| panic!("no handle for placeholder {which}"))
+            });
+            out[i..i + 16].copy_from_slice(handle);
+            i += 16;
+        }
+        out
+    }
+}
+
+/// `rpc_record`: the bytes an NFS client sends on its TCP connection (record marks and
+/// call records, handles as placeholders), cut into records by `wire::rpc::split` under
+/// the connection's bound, and the first [`MAX_CALLS`] answered by a real NFS face
+/// (NFS, MOUNT and portmapper). A reply answers its call's xid, and is at most
+/// [`MAX_REPLY`] bytes; a record that is no call ends the connection.
+pub fn rpc_record(data: &[u8]) {
+    let nfs = nfs();
+    let stream = nfs.with_handles(data);
+    let Ok((records, _rest)) = wire::rpc::split(&stream, MAX_RECORD) else {
+        return;
+    };
+    for record in records.iter().take(MAX_CALLS) {
+        assert!(
+            record.len() <= MAX_RECORD,
+            "a record of {} bytes",
+            record.len()
+        );
+        let Some(reply) = wire::rpc::answer(&nfs.face, record) else {
+            return;
+        };
+        assert!(reply.len() <= MAX_REPLY, "a reply of {} bytes", reply.len());
+        assert_eq!(reply.get(..4), record.get(..4), "the reply's xid");
+        assert_eq!(reply.get(4..8), Some(&[0, 0, 0, 1][..]), "not a REPLY");
+    }
 }

@@ -44,18 +44,20 @@ pub fn segments(raw: &str) -> Result<(Vec<String>, bool), BadPath> {
 }
 
 /// Percent-decodes one path segment; the result must be UTF-8 (every name in the tree is).
+/// An escape is `%` and two hex digits (RFC 3986 §2.1), nothing else: `u8::from_str_radix`
+/// alone would also take a sign (`%+b` as 0x0B), a second spelling of a name that no
+/// client writes.
 pub fn decode(part: &str) -> Result<String, BadPath> {
     let bytes = part.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or(BadPath("a bad %-escape in the path"))?;
-            out.push(hex);
+            let digit = |at: usize| bytes.get(at).and_then(|&b| char::from(b).to_digit(16));
+            let (Some(high), Some(low)) = (digit(i + 1), digit(i + 2)) else {
+                return Err(BadPath("a bad %-escape in the path"));
+            };
+            out.push((high << 4 | low) as u8);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -117,6 +119,11 @@ mod tests {
             "/a%zz",
             "/a%4",
             "/%ff",
+            // Found by the request_path fuzz target: a sign is no hex digit.
+            "/%+b",
+            "/a%+1",
+            "/a%-1",
+            "/a% 1",
         ] {
             assert!(segments(bad).is_err(), "{bad} accepted");
         }
