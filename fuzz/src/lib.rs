@@ -328,7 +328,7 @@ pub fn filo(data: &[u8]) {
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use fragfs::serve::nfs::{NfsFace, RTMAX, WTMAX};
+use fragfs::serve::nfs::{NfsDoor, RTMAX, WTMAX};
 use fragfs::view::{ArrayTree, FileTree, ROOT};
 use fragfs::wire;
 
@@ -564,7 +564,7 @@ pub fn fixtures() -> PathBuf {
 /// kept listings), as a server's clients do.
 pub struct Nfs {
     pub tree: Arc<dyn FileTree>,
-    pub face: NfsFace,
+    pub face: NfsDoor,
 }
 
 pub fn nfs() -> &'static Nfs {
@@ -575,7 +575,7 @@ pub fn nfs() -> &'static Nfs {
             ArrayTree::open_path(&path, Default::default(), 16 << 20)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
         );
-        let face = NfsFace::new(tree.clone(), 2049, fragfs::serve::nfs::handles::HELD);
+        let face = NfsDoor::new(tree.clone(), 2049, fragfs::serve::nfs::handles::HELD);
         Nfs { tree, face }
     })
 }

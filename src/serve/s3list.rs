@@ -405,13 +405,12 @@ pub fn untoken(token: &str) -> Option<String> {
     if !token.len().is_multiple_of(2) {
         return None;
     }
-    let bytes: Option<Vec<u8>> = (0..token.len())
-        .step_by(2)
-        .map(|i| {
-            token
-                .get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        })
+    // Two hex digits a byte, nothing else (`from_str_radix` would take a sign too: `+f`).
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes: Option<Vec<u8>> = token
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
         .collect();
     String::from_utf8(bytes?).ok()
 }
@@ -633,5 +632,6 @@ mod tests {
         assert_eq!(untoken("zz"), None);
         assert_eq!(untoken("abc"), None);
         assert_eq!(untoken("ff"), None);
+        assert_eq!(untoken("+f"), None, "a sign is no hex digit");
     }
 }
