@@ -359,7 +359,7 @@ pub enum Command {
         max_connections: usize,
         /// Connections served at once from one client address (more are closed at once,
         /// an HTTP client first told 503).
-        #[arg(long, value_name = "N", default_value_t = 64)]
+        #[arg(long, value_name = "N", default_value_t = 256)]
         max_connections_per_client: usize,
         /// Threads reading the tree, and as many serving the network; default: the cores.
         #[arg(long, value_name = "N")]

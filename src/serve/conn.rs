@@ -56,7 +56,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 1024,
-            max_connections_per_client: 64,
+            max_connections_per_client: 256,
             header_bytes: 16 << 10,
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),

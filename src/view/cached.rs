@@ -34,6 +34,11 @@ pub struct CachedTree {
     checker: Checker,
 }
 
+/// How long an open waits for a check of its file already under way (asked ahead of
+/// the open) before the daemon serves it: about the time a 64 MiB file takes to check
+/// from the page cache, and what a daemon-served open costs over a passthrough one.
+const CHECK_UNDER_WAY_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The largest file checked ahead of its open: the check reads the whole file, which a
 /// wrong guess wastes.
 const CHECK_AHEAD_MAX: u64 = 1 << 30;
@@ -282,11 +287,21 @@ impl FileTree for CachedTree {
         if !entry.is_complete() {
             return None;
         }
-        let data = entry.checked_data();
+        // The file a sequential reader opens next is checked first: this one is being
+        // served by the daemon meanwhile if it is not checked, and the next open then
+        // finds its file checked (a reader of `fragments/*/a/values.bin` gets
+        // passthrough from the second on).
+        self.check_ahead(ino);
+        let mut data = entry.checked_data();
+        if data.is_none() && entry.is_being_checked() {
+            // A check under way (asked ahead of this open) is given a moment to end:
+            // never the whole file's time on this thread, which the reader would wait.
+            self.checker.wait(&entry, CHECK_UNDER_WAY_WAIT);
+            data = entry.checked_data();
+        }
         if data.is_none() {
             self.checker.ask(&entry);
         }
-        self.check_ahead(ino);
         let file = data?.try_clone().ok()?;
         // The kernel's reads will not tell the cache the file is in use: this open does.
         entry.touch();

@@ -35,6 +35,10 @@ const FIXED_HEADER: usize = 24;
 const RECORD: u64 = 8;
 /// A record's word when the block is valid: a flag above the CRC (0 = not valid).
 const VALID: u64 = 1 << 32;
+/// Beside `VALID` in a block's word in memory (never on disk): this process has matched
+/// the block's bytes against its record (it read them back, served them, or wrote
+/// them), so the whole-file check before passthrough need not read it again.
+const CHECKED: u64 = 1 << 33;
 
 /// An entry's two files, opened.
 pub struct Entry {
@@ -48,11 +52,14 @@ pub struct Entry {
     size: u64,
     /// Where the records start in the index.
     records_at: u64,
-    /// Per block: `VALID | crc` when the index says the block is valid, else 0.
+    /// Per block: `VALID | crc` when the index says the block is valid (with `CHECKED`
+    /// once this process matched it), else 0.
     blocks: Vec<AtomicU64>,
     valid: AtomicU64,
-    /// Every block was read back and matched its record in this process: the data
-    /// file may be handed to the kernel as it is.
+    /// Blocks with `CHECKED`.
+    checked: AtomicU64,
+    /// Every block was matched against its record in this process: the data file may
+    /// be handed to the kernel as it is.
     verified: AtomicBool,
     /// Held while the blocks are read back: a caller that comes while a check runs
     /// ([`Entry::verified_data`] on another thread) waits for that answer instead of
@@ -254,6 +261,7 @@ impl Entry {
             records_at: expected.len() as u64,
             blocks,
             valid: AtomicU64::new(valid),
+            checked: AtomicU64::new(0),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
             checking: AtomicBool::new(false),
@@ -304,6 +312,7 @@ impl Entry {
             records_at: head.len() as u64,
             blocks: (0..blocks_of(size)).map(|_| AtomicU64::new(0)).collect(),
             valid: AtomicU64::new(0),
+            checked: AtomicU64::new(0),
             verified: AtomicBool::new(false),
             verifying: Mutex::new(()),
             checking: AtomicBool::new(false),
@@ -404,18 +413,48 @@ impl Entry {
         self.checking.load(Ordering::Acquire)
     }
 
-    /// Reads every block back and checks it against its record; a block that does not
-    /// match is marked absent (decoded again at its next read). True when all matched.
+    /// Reads back every block not matched yet in this process and checks it against its
+    /// record; a block that does not match is marked absent (decoded again at its next
+    /// read). True when all matched. (A reader served by the daemon matches each block
+    /// it reads: a file read whole that way needs no second pass.)
     fn verify(&self) -> bool {
         let mut buf = Vec::new();
         let mut all = true;
         for b in 0..self.blocks.len() as u64 {
             let want = self.blocks[b as usize].load(Ordering::Acquire);
+            if want & CHECKED != 0 {
+                continue;
+            }
             if want == 0 || !self.block_matches(b, want, &mut buf) {
                 all = false;
             }
         }
         all
+    }
+
+    /// Block `b`, whose word was `word`, matched its record: marked so, and the entry
+    /// verified once every block is (unless the word changed meanwhile).
+    fn mark_checked(&self, b: u64, word: u64) {
+        if word == 0 || word & CHECKED != 0 {
+            return;
+        }
+        let swapped = self.blocks[b as usize].compare_exchange(
+            word,
+            word | CHECKED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if swapped.is_ok() {
+            self.count_checked();
+        }
+    }
+
+    /// One more block checked: the entry is verified when it was the last.
+    fn count_checked(&self) {
+        let n = self.checked.fetch_add(1, Ordering::AcqRel) + 1;
+        if n == self.blocks.len() as u64 {
+            self.verified.store(true, Ordering::Release);
+        }
     }
 
     fn block_len(&self, b: u64) -> u64 {
@@ -428,9 +467,12 @@ impl Entry {
         buf.clear();
         buf.resize(self.block_len(b) as usize, 0);
         let ok = match self.data.read_exact_at(buf, b * BLOCK) {
-            Ok(()) => VALID | u64::from(crc32fast::hash(buf)) == want,
+            Ok(()) => VALID | u64::from(crc32fast::hash(buf)) == want & !CHECKED,
             Err(_) => false,
         };
+        if ok {
+            self.mark_checked(b, want);
+        }
         if !ok {
             log::warn!(
                 "disk cache: {}.data, block {b} (bytes {}..{}): damaged on disk (its bytes do \
@@ -445,8 +487,12 @@ impl Entry {
     }
 
     fn mark_absent(&self, b: u64) {
-        if self.blocks[b as usize].swap(0, Ordering::AcqRel) != 0 {
+        let old = self.blocks[b as usize].swap(0, Ordering::AcqRel);
+        if old != 0 {
             self.valid.fetch_sub(1, Ordering::AcqRel);
+            if old & CHECKED != 0 {
+                self.checked.fetch_sub(1, Ordering::AcqRel);
+            }
             self.verified.store(false, Ordering::Release);
             let _ = self
                 .index
@@ -577,8 +623,14 @@ impl Entry {
             {
                 return;
             }
-            if self.blocks[b as usize].swap(VALID | u64::from(crc), Ordering::AcqRel) == 0 {
+            // Checked as written: its record is of the very bytes just written.
+            let old =
+                self.blocks[b as usize].swap(VALID | CHECKED | u64::from(crc), Ordering::AcqRel);
+            if old == 0 {
                 self.valid.fetch_add(1, Ordering::AcqRel);
+            }
+            if old & CHECKED == 0 {
+                self.count_checked();
             }
         }
     }
@@ -647,6 +699,30 @@ mod tests {
         let (out, o) = read(&e, &bytes, 0, size + 50);
         assert_eq!(out, bytes);
         assert_eq!((o.hit, o.filled), (size, 0));
+    }
+
+    /// What this process wrote, or served from the cache whole, counts as checked: no
+    /// second pass over the file before passthrough; a block damaged since is found
+    /// by a read, and the file is not verified until it is whole and matched again.
+    #[test]
+    fn blocks_written_or_served_count_as_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("e");
+        let bytes = file(3 * BLOCK as usize + 100);
+        let size = bytes.len() as u64;
+        let e = Entry::create(&base, KEY, size).unwrap();
+        read(&e, &bytes, 0, size);
+        assert!(e.is_verified(), "written in this process: checked");
+        drop(e);
+        let e = Entry::open(&base, KEY, size).unwrap().unwrap();
+        assert!(e.is_complete() && !e.is_verified(), "a new process checks again");
+        read(&e, &bytes, 0, 2 * BLOCK);
+        assert!(!e.is_verified(), "half served");
+        let (out, o) = read(&e, &bytes, 2 * BLOCK, size);
+        assert_eq!(out, &bytes[2 * BLOCK as usize..]);
+        assert_eq!(o.filled, 0);
+        assert!(e.is_verified(), "served whole: checked, with no pass of its own");
+        assert!(e.checked_data().is_some());
     }
 
     /// Bytes got elsewhere (an object's parts) are kept where they cover whole blocks,

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use super::Entry;
 
-/// Checks waiting at most (one for the file opened, one for the file checked ahead of
-/// its open).
-const QUEUED: usize = 2;
+/// Checks waiting at most: enough for every file of a sequential reader's pass (which
+/// asks for each as it opens it, and for the next one ahead), few enough that a reader
+/// opening thousands of files holds only this many entries in the queue.
+const QUEUED: usize = 64;
 
 /// The checking thread (started at the first check asked for: a mount opens its tree
 /// before it forks into the background, and a thread started then would not exist in
