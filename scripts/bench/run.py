@@ -1514,7 +1514,8 @@ def door_listing_seconds(kind: str, urls: dict, n: int) -> float:
         host, port = addr.rsplit(":", 1)
         out = subprocess.run(["nfs-ls", f"nfs://{host}/fragments?version=3&nfsport={port}"
                               f"&mountport={port}"], check=True, capture_output=True).stdout
-        got = sum(1 for line in out.splitlines() if b"__1" in line)
+        got = sum(1 for line in out.splitlines()
+                  if line.split() and line.split()[-1] not in (b".", b".."))
     t = time.perf_counter() - t0
     if got != n:
         raise RuntimeError(f"doors: {kind} listed {got} of {n} fragments")
@@ -1558,9 +1559,12 @@ def doors(rep: Report, repeat: int) -> None:
             with fragfs_doors(array) as (_, urls):
                 for kind in ("http", "webdav", "s3", "nfs"):
                     # The first listing warms the tree (fragment list, inodes); the
-                    # second is the one timed.
+                    # fastest of the next three is kept: a listing that finds the
+                    # fragment list a second old rescans the array folder first (as
+                    # `ls` of the mount does), which is the rescan's cost, measured in
+                    # the `many` section, not the door's.
                     door_listing_seconds(kind, urls, n)
-                    t = door_listing_seconds(kind, urls, n)
+                    t = min(door_listing_seconds(kind, urls, n) for _ in range(3))
                     per_entry.setdefault(kind, {}).setdefault(n, []).append(t / n)
     rep.details["doors_listing"] = per_entry
     for kind, by_n in per_entry.items():

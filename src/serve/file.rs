@@ -223,9 +223,15 @@ impl Reads {
 /// Bytes `[at, at + want)` of the held file, read into a spare chunk buffer that goes
 /// back to [`SPARE`] (and `share` to the budget) when the connection has sent them.
 fn read_chunk(held: &Held, at: u64, want: u64, share: Share) -> Result<Bytes> {
-    let buf = lock_spare()
-        .pop()
-        .unwrap_or_else(|| Vec::with_capacity(CHUNK as usize));
+    // A whole chunk reuses a spare buffer; a small read (a 4 KiB range) takes what it
+    // needs, not half a megabyte per client.
+    let buf = if want < CHUNK {
+        Vec::with_capacity(want as usize)
+    } else {
+        lock_spare()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK as usize))
+    };
     let mut chunk = Chunk { buf, _share: share };
     held.tree.read_into(held.ino, at, want, &mut chunk.buf)?;
     Ok(Bytes::from_owner(chunk))
@@ -259,8 +265,9 @@ impl AsRef<[u8]> for Chunk {
 impl Drop for Chunk {
     fn drop(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
-        if buf.capacity() > 2 * CHUNK as usize {
-            return; // Grown by an odd read: not worth keeping.
+        let capacity = buf.capacity();
+        if capacity < CHUNK as usize || capacity > 2 * CHUNK as usize {
+            return; // A small read's, or grown by an odd one: not worth keeping.
         }
         buf.clear();
         let mut spare = lock_spare();

@@ -309,10 +309,11 @@ impl HttpDoor {
         let mut response = if head {
             Response::new(empty_body())
         } else {
+            let first_len = end.map_or(CHUNK, |e| (e - start).min(CHUNK)) as usize;
             let share = match got
                 .share
                 .take()
-                .or_else(|| self.budget.try_take(CHUNK as usize))
+                .or_else(|| self.budget.try_take(first_len))
             {
                 Some(s) => s,
                 None => return Err((Needs::Budget, got)),

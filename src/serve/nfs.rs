@@ -479,17 +479,18 @@ impl NfsDoor {
         }
         let count = args.u32()?.min(DIRMAX) as usize;
         let listed = dir.and_then(|dir| {
-            if self.stat(dir)?.kind != Kind::Dir {
+            // Later pages of a listing read the one their first page was cut from (and
+            // need no `stat` of the folder: see the folder's attributes below).
+            let kept = (cookie != 0)
+                .then(|| self.listings.get(verf, dir))
+                .flatten();
+            if kept.is_none() && self.stat(dir)?.kind != Kind::Dir {
                 return Err(Status(NOTDIR));
             }
             let parent = self
                 .tree
                 .parent(dir)
                 .map_err(|e| self.status(&e, "parent", dir))?;
-            // Later pages of a listing read the one their first page was cut from.
-            let kept = (cookie != 0)
-                .then(|| self.listings.get(verf, dir))
-                .flatten();
             let (verf, list) = match kept {
                 Some((verf, list)) => (verf, list),
                 None => {
@@ -579,13 +580,24 @@ impl NfsDoor {
             entries.buf.extend_from_slice(&entry.buf);
             sent += 1;
         }
+        // The folder's attributes with the first page only: a `stat` of `fragments/`
+        // checks the array for new fragments (a rescan, once a second), which a page
+        // after another of one listing must not set off (a listing of 100,000 took one
+        // rescan per second of paging, each as long as the folder: quadratic).
+        let dir_attrs = |out: &mut Writer| {
+            if cookie == 0 {
+                self.post_op(out, dir);
+            } else {
+                out.bool(false);
+            }
+        };
         if sent == 0 && !eof {
             out.u32(TOOSMALL);
-            self.post_op(out, dir);
+            dir_attrs(out);
             return Ok(());
         }
         out.u32(OK);
-        self.post_op(out, dir);
+        dir_attrs(out);
         out.u64(verf);
         out.buf.extend_from_slice(&entries.buf);
         out.bool(false);

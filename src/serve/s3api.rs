@@ -806,7 +806,7 @@ impl S3 for Face {
         let held = found.held.clone();
         let first_len = (end - start).min(CHUNK);
         let key = input.key.clone();
-        let Some(share) = self.0.budget.take(CHUNK as usize).await else {
+        let Some(share) = self.0.budget.take(first_len as usize).await else {
             return Err(s3_error!(
                 SlowDown,
                 "the server's memory budget is held by slow clients: try again"

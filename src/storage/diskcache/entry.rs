@@ -715,13 +715,19 @@ mod tests {
         assert!(e.is_verified(), "written in this process: checked");
         drop(e);
         let e = Entry::open(&base, KEY, size).unwrap().unwrap();
-        assert!(e.is_complete() && !e.is_verified(), "a new process checks again");
+        assert!(
+            e.is_complete() && !e.is_verified(),
+            "a new process checks again"
+        );
         read(&e, &bytes, 0, 2 * BLOCK);
         assert!(!e.is_verified(), "half served");
         let (out, o) = read(&e, &bytes, 2 * BLOCK, size);
         assert_eq!(out, &bytes[2 * BLOCK as usize..]);
         assert_eq!(o.filled, 0);
-        assert!(e.is_verified(), "served whole: checked, with no pass of its own");
+        assert!(
+            e.is_verified(),
+            "served whole: checked, with no pass of its own"
+        );
         assert!(e.checked_data().is_some());
     }
 
