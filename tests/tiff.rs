@@ -225,12 +225,18 @@ store = tifffile.imread(sys.argv[1] + "/latest/f32/values.tif", aszarr=True)
 z = zarr.open(store, mode="r")
 print(float(np.asarray(z[2:3, 100:200]).sum()))
 "#;
+    // Through the kernel, its read-ahead may reach a row of tiles further than the
+    // reader asked (still in flight when the reader is done: with both cores busy it
+    // once decoded 21 chunks against the 20 up to row 4), so the bound of the reads
+    // through the mount is one row of tiles more, and still not the whole raster.
+    let kernel_upper = decoded(None, 7);
+    assert!(kernel_upper < whole, "{kernel_upper} of {whole}");
     let m = mount_tiff("tiff_strips");
     run_python(&python, script, &[m.path()]);
     let got = m.view.chunks_decoded();
     assert!(
-        strip <= got && got <= upper,
-        "tifffile {got}: strip {strip}, upper {upper}"
+        strip <= got && got <= kernel_upper,
+        "tifffile {got}: strip {strip}, upper {kernel_upper}"
     );
     let m = mount_tiff("tiff_strips");
     let out = tempfile::tempdir().unwrap();
@@ -242,8 +248,8 @@ print(float(np.asarray(z[2:3, 100:200]).sum()))
     );
     let got = m.view.chunks_decoded();
     assert!(
-        strip <= got && got <= upper,
-        "GDAL {got}: strip {strip}, upper {upper}"
+        strip <= got && got <= kernel_upper,
+        "GDAL {got}: strip {strip}, upper {kernel_upper}"
     );
     assert_eq!(
         std::fs::read(out.path().join("row.bin")).unwrap().len() as u64,
