@@ -12,6 +12,7 @@
 
 pub mod array;
 pub mod daemon;
+pub mod encode;
 pub mod error;
 pub mod filo;
 pub mod filter;
