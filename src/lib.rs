@@ -11,6 +11,7 @@
 //! the architecture in `docs/DESIGN.md`.
 
 pub mod array;
+pub mod cache;
 pub mod daemon;
 pub mod encode;
 pub mod error;

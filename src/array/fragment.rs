@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::cache::{Cache, Weigh};
 use crate::error::{Error, Place, Result};
 use crate::format::error::{FormatError, NEWEST_FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::format::footer::{footer_location, Footer, FooterLocation};
@@ -21,7 +22,6 @@ use crate::format::name::TimestampedName;
 use crate::format::schema::{ArraySchema, ArrayType};
 use crate::format::Reader;
 use crate::lazy::Lazy;
-use crate::read::cache::{Cache, Weigh};
 use crate::storage::{join, Store};
 
 use super::dense_grid::DenseGrid;

@@ -6,7 +6,6 @@
 //! them. Above the bytes, [`cells`] gives cells `i..j` of a field with their validity,
 //! which the text renderers (and every view that needs values) use.
 
-pub mod cache;
 pub mod cells;
 pub mod endian;
 pub mod field;
@@ -21,7 +20,7 @@ use crate::array::fragment::{Fragment, FragmentId, FragmentMeta};
 use crate::error::{Error, Result};
 use crate::filter::StringChunk;
 
-use cache::{Cache, Weigh};
+use crate::cache::{Cache, Weigh};
 pub use field::FieldReader;
 use spill::{Spill, SpillKey};
 use tile::{FileRole, TileChunks};

@@ -1,7 +1,7 @@
 //! Results larger than the in-memory cache, kept on disk: a least-recently-used set of
 //! byte blobs, each one unlinked temporary file, bounded in bytes.
 //!
-//! [`Cache`](super::cache::Cache) refuses a value that weighs more than the whole cache
+//! [`Cache`](crate::cache::Cache) refuses a value that weighs more than the whole cache
 //! (the memory bound must hold whatever the data), so without this a decoded chunk
 //! larger than the engine cache, or a rendered `tiles.json` larger than the view cache,
 //! was built again by every read of it: 32 reads of 128 KiB decoded a 4 MiB chunk 32
@@ -263,7 +263,7 @@ impl<K: Hash + Eq + Clone> Spill<K> {
     /// Errors are not kept: the next call tries again. A value the spill cannot write
     /// comes back in memory, to the callers waiting for this load only.
     ///
-    /// [`Cache::get_or_load`]: super::cache::Cache::get_or_load
+    /// [`Cache::get_or_load`]: crate::cache::Cache::get_or_load
     pub fn get_or_load(&self, key: K, load: impl FnOnce() -> Result<Vec<u8>>) -> Result<Loaded> {
         if let Some(blob) = self.get(&key) {
             return Ok(Loaded::Disk(blob));

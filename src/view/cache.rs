@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::cache::{Cache, Weigh};
 use crate::error::{Error, Result};
-use crate::read::cache::{Cache, Weigh};
 use crate::read::spill::{Blob, Spill, SpillKey};
 use crate::read::{ReadEngine, ResultSpill};
 

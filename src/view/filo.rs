@@ -23,13 +23,13 @@ use super::cache::slice;
 use super::info::{FiloColumnInfo, FiloInfo, Info};
 use super::nodes::{Ino, NodeTable};
 use super::{names, npy, text, Entry, FileTree, Kind, Lifetime, Stat};
+use crate::cache::{Cache, Weigh};
 use crate::error::{Error, Place, Result};
 use crate::filo::{
     fixed_layout_with, parse_manifest, ColumnType, DecodedColumn, FormatVersion, Manifest,
     ManifestColumn, Values, MANIFEST_FILE,
 };
 use crate::format::Datatype;
-use crate::read::cache::{Cache, Weigh};
 use crate::storage::Store;
 
 /// The files of a Filo column's folder.

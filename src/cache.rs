@@ -7,6 +7,10 @@
 //! Loads are de-duplicated: when several threads (FUSE workers, read-ahead) want the same
 //! missing chunk, one decodes it and the others wait for its result, so read-ahead never
 //! makes a chunk cost twice.
+//!
+//! It sits below every layer that keeps something (`array/` its fragment metadata,
+//! `read/` its chunks, `view/` its rendered files), so none of them reaches up into
+//! another for it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
