@@ -259,6 +259,10 @@ impl FileTree for CachedTree {
         self.inner.version(ino)
     }
 
+    fn content_type(&self, ino: Ino, name: &str) -> &'static str {
+        self.inner.content_type(ino, name)
+    }
+
     fn read_ahead(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
         match self.entry(ino) {
             Some(e) if e.is_complete() => Ok(()),

@@ -376,6 +376,14 @@ impl FileTree for GroupTree {
             .flatten()
     }
 
+    fn content_type(&self, ino: Ino, name: &str) -> &'static str {
+        let node = self.node(ino).ok();
+        match node.and_then(|n| self.in_member(&n, |t, i| Ok(t.content_type(i, name)))) {
+            Some(Ok(kind)) => kind,
+            Some(Err(_)) | None => crate::view::mime::of_name(name),
+        }
+    }
+
     fn generation(&self) -> u64 {
         0
     }

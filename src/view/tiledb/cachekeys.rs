@@ -8,7 +8,8 @@
 
 use std::collections::HashSet;
 
-use super::{ArrayTree, FieldOf, Folder, Node};
+use super::array_tree::ArrayTree;
+use super::node::{FieldOf, Folder, Node, Served};
 use crate::storage::diskcache::{CacheKey, CacheScope};
 use crate::view::tiledb::faces::{FaceId, Table};
 use crate::view::Ino;
@@ -19,15 +20,19 @@ impl ArrayTree {
         if let Some(key) = self.in_label(&node, |t, i| Ok(t.cache_key(i))) {
             return key.ok().flatten();
         }
-        let (folder, file) = match &node {
-            Node::FolderFile(folder, id) => (*folder, format!("face {}", Folder::face(*id).name())),
-            Node::FieldFile(of, id) => (of.folder, field_file(of.index, *id)),
-            Node::EnumFile(of, file) => (
+        let (folder, file) = match node.served() {
+            Served::FolderFace(folder, id) => (folder, format!("face {}", Folder::face(id).name())),
+            Served::FieldFace(of, id) => (of.folder, field_file(of.index, id)),
+            Served::EnumFile(of, file) => (
                 of.folder,
                 format!("field {} enumeration {file:?}", of.index),
             ),
-            Node::Zarr(w, z) if !z.is_dir() => (Folder::State(*w), format!("zarr {z:?}")),
-            _ => return None,
+            Served::Zarr(w, z) if !z.is_dir() => (Folder::State(w), format!("zarr {z:?}")),
+            // Folders; the array-level files, which a rescan changes; a label's nodes
+            // were asked of the label's tree above.
+            Served::Folder | Served::ArrayFile | Served::Zarr(..) | Served::Label(_) => {
+                return None
+            }
         };
         self.key_in(folder, file)
     }

@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{ArrayTree, EnumFile, FieldOf, Folder};
+use super::array_tree::ArrayTree;
+use super::node::{EnumFile, FieldOf, Folder};
 use crate::array::ENUMERATIONS_DIR;
 use crate::error::{Error, Result};
-use crate::format::datatype::decode_int;
 use crate::format::enumeration::Enumeration;
 use crate::format::schema::{ArraySchema, VAR_NUM};
-use crate::format::Datatype;
 use crate::view::{names, text};
 
 impl ArrayTree {
@@ -149,32 +148,4 @@ impl ArrayTree {
             })),
         })
     }
-}
-
-/// The text of an enumerated attribute's cell: the label its code stands for, or the code
-/// itself (a number) when it is outside the enumeration.
-pub(super) fn label_text(out: &mut Vec<u8>, e: &Enumeration, code_type: Datatype, code: &[u8]) {
-    let label = decode_int(code, code_type)
-        .and_then(|c| usize::try_from(c).ok())
-        .and_then(|c| e.value(c));
-    match label {
-        Some(label) => text::cell(out, e.datatype, label),
-        None => text::cell(out, code_type, code),
-    }
-}
-
-/// How many valid codes of `cells` fall outside the enumeration.
-pub(super) fn codes_outside(
-    e: &Enumeration,
-    code_type: Datatype,
-    cells: &crate::read::cells::Cells,
-) -> u64 {
-    (0..cells.len())
-        .filter(|&k| cells.is_valid(k))
-        .filter(|&k| {
-            decode_int(cells.value(k), code_type)
-                .and_then(|c| usize::try_from(c).ok())
-                .is_none_or(|c| c >= e.len())
-        })
-        .count() as u64
 }

@@ -12,8 +12,10 @@ use crate::view::cache::Rendered;
 use crate::view::nodes::Ino;
 use crate::view::{FileTree, Lifetime};
 
+use super::array_tree::ArrayTree;
 use super::faces::{self, At, Face, FaceId, Table};
-use super::{json, zarr, ArrayTree, Folder, Node};
+use super::node::{Folder, Node, Served};
+use super::{json, zarr};
 
 impl ArrayTree {
     /// The face a node names in the table of its kind of folder, with where it is.
@@ -36,17 +38,19 @@ impl ArrayTree {
     /// The size of a file whose size may not be known without rendering it: `None`, and
     /// `stat` shows 0 (see [`Face::known_size`]).
     pub(super) fn known_size(&self, ino: Ino, node: &Node) -> Result<Option<u64>> {
-        match node {
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.face(ino, *folder, *id);
+        match node.served() {
+            Served::FolderFace(folder, id) => {
+                let (at, face) = self.face(ino, folder, id);
                 face.known_size(&at)
             }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.face(ino, *of, *id);
+            Served::FieldFace(of, id) => {
+                let (at, face) = self.face(ino, of, id);
                 face.known_size(&at)
             }
-            Node::Zarr(w, z) => self.zarr_known_size(ino, *w, z),
-            other => self.file_size(ino, other).map(Some),
+            Served::Zarr(w, z) => self.zarr_known_size(ino, w, z),
+            Served::Folder | Served::ArrayFile | Served::EnumFile(..) | Served::Label(_) => {
+                self.file_size(ino, node).map(Some)
+            }
         }
     }
 
@@ -83,31 +87,20 @@ impl ArrayTree {
 
     /// The exact size of a file (0 for folders).
     pub(super) fn file_size(&self, ino: Ino, node: &Node) -> Result<u64> {
-        Ok(match node {
-            Node::Root
-            | Node::SchemasDir
-            | Node::FragmentsDir
-            | Node::Fragment(_)
-            | Node::AtDir
-            | Node::State(_)
-            | Node::Field(_)
-            | Node::Enum(_)
-            | Node::LabelsDir
-            | Node::Label(_) => 0,
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.face(ino, *folder, *id);
+        Ok(match node.served() {
+            Served::Folder | Served::Label(_) => 0,
+            Served::FolderFace(folder, id) => {
+                let (at, face) = self.face(ino, folder, id);
                 face.size(&at)?
             }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.face(ino, *of, *id);
+            Served::FieldFace(of, id) => {
+                let (at, face) = self.face(ino, of, id);
                 face.size(&at)?
             }
-            Node::Zarr(w, z) => self.zarr_size(ino, *w, z)?,
-            Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemaFile(_)
-            | Node::EnumFile(..) => self.rendered_file(ino, node)?.len("a rendered file")?,
+            Served::Zarr(w, z) => self.zarr_size(ino, w, z)?,
+            Served::ArrayFile | Served::EnumFile(..) => {
+                self.rendered_file(ino, node)?.len("a rendered file")?
+            }
         })
     }
 
@@ -127,11 +120,20 @@ impl ArrayTree {
 
     /// The array-level JSON files and the files of `enumeration/`, rendered.
     pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Rendered> {
-        let generation = match node {
-            Node::EnumFile(of, _) => self.generation_of(of.folder),
-            // The array-level files change with a rescan. (A node that is not a rendered
-            // file must decide in the exhaustive match below, where it fails to render.)
-            _ => self.generation(),
+        let generation = match node.served() {
+            Served::EnumFile(of, _) => self.generation_of(of.folder),
+            // The array-level files change with a rescan.
+            Served::ArrayFile => self.generation(),
+            Served::Folder
+            | Served::FolderFace(..)
+            | Served::FieldFace(..)
+            | Served::Zarr(..)
+            | Served::Label(_) => {
+                return Err(Error::IsDirectory(format!(
+                    "{} is not a rendered file",
+                    self.describe(node)
+                )))
+            }
         };
         if *node == Node::ArrayJson {
             self.refresh_if_stale();
@@ -142,15 +144,12 @@ impl ArrayTree {
                 Node::ArrayJson => {
                     let mut value = json::array(&array);
                     if let Some(map) = value.as_object_mut() {
-                        map.insert("zarr".into(), zarr::summary(&array.latest_schema().schema));
-                        let tiff = super::faces::tiff_summary(&array.latest_schema().schema);
-                        map.insert("tiff".into(), tiff);
-                        map.insert(
-                            "netcdf".into(),
-                            faces::netcdf::summary(&array.latest_schema().schema),
-                        );
-                        let hdf5 = super::faces::hdf5_summary(&array.latest_schema().schema);
-                        map.insert("hdf5".into(), hdf5);
+                        let schema = &array.latest_schema().schema;
+                        map.insert("zarr".into(), zarr::summary(schema));
+                        // Then each kind of file's line, as its face says.
+                        for summary in faces::summaries() {
+                            map.insert(summary.key.into(), (summary.of_schema)(schema));
+                        }
                     }
                     value
                 }
@@ -227,34 +226,21 @@ impl ArrayTree {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        match node {
-            Node::FolderFile(folder, id) => {
-                let (at, face) = self.face(ino, *folder, *id);
+        match node.served() {
+            Served::FolderFace(folder, id) => {
+                let (at, face) = self.face(ino, folder, id);
                 face.read_into(&at, offset, len, out)
             }
-            Node::FieldFile(of, id) => {
-                let (at, face) = self.face(ino, *of, *id);
+            Served::FieldFace(of, id) => {
+                let (at, face) = self.face(ino, of, id);
                 face.read_into(&at, offset, len, out)
             }
-            Node::Zarr(w, z) => self.zarr_read_into(ino, *w, z, offset, len, out),
-            Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemaFile(_)
-            | Node::EnumFile(..) => {
+            Served::Zarr(w, z) => self.zarr_read_into(ino, w, z, offset, len, out),
+            Served::ArrayFile | Served::EnumFile(..) => {
                 let rendered = self.rendered_file(ino, node)?;
                 rendered.read_into("a rendered file", offset, len, out)
             }
-            Node::Root
-            | Node::SchemasDir
-            | Node::FragmentsDir
-            | Node::Fragment(_)
-            | Node::AtDir
-            | Node::State(_)
-            | Node::Field(_)
-            | Node::Enum(_)
-            | Node::LabelsDir
-            | Node::Label(_) => Err(Error::IsDirectory(self.describe(node))),
+            Served::Folder | Served::Label(_) => Err(Error::IsDirectory(self.describe(node))),
         }
     }
 }

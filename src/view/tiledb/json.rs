@@ -358,7 +358,7 @@ pub fn tiles(
                     true => 0,
                     false => {
                         let cells = reader.cells(k * meta.cells_per_tile, meta.tile_cells(k))?;
-                        super::enums::codes_outside(e, f.datatype, &cells)
+                        super::codes::codes_outside(e, f.datatype, &cells)
                     }
                 };
                 t.insert("codes_outside_enumeration".into(), json!(outside));

@@ -10,7 +10,8 @@ use crate::view::nodes::Ino;
 use crate::view::subtree;
 use crate::view::{Entry, FileTree};
 
-use super::{ArrayTree, Node};
+use super::array_tree::ArrayTree;
+use super::node::Node;
 
 impl ArrayTree {
     /// Dimension label `l`'s tree, opened on first visit.

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{ArrayTree, Node};
+use super::array_tree::ArrayTree;
+use super::faces;
+use super::node::{Folder, Node, When};
+use super::states::StateFacts;
 use crate::array::field::FieldRole;
 use crate::error::{Error, Result};
 use crate::read::merge::Merged;
 use crate::view::{names, value};
-
-/// A timestamp: `None` is now (`latest/`).
-pub(super) type When = Option<u64>;
 
 impl ArrayTree {
     /// The array at `w`, merged once for as long as what it is made of stays the same
@@ -153,7 +153,7 @@ impl ArrayTree {
             .filter(|f| f.role == FieldRole::Attribute)
             .map(|f| (names::encode(&f.name), value::cell(&f.fill, f.datatype)))
             .collect();
-        Ok(json!({
+        let mut value = json!({
             "timestamp": w,
             "schema": merged.schema_name,
             "layout": if merged.is_dense() { "row-major" } else { "global" },
@@ -167,30 +167,14 @@ impl ArrayTree {
             })).collect::<Vec<_>>(),
             "deletes_applied": deletes,
             "fill_values": fill,
-            "enumerations": self.enumerations_json(super::Folder::State(w))?,
-            "tiff": super::faces::tiff_state_summary(&merged.schema, merged.non_empty_domain().and(merged.shape()).as_deref()),
-            "netcdf": self.netcdf_plan(w)?.summary(true),
-            "hdf5": super::faces::hdf5_summary(&merged.schema),
-        }))
-    }
-}
-
-/// `latest` or `at/<T>`.
-/// What [`ArrayTree::state_facts`] keeps of a state per rescan.
-#[derive(Clone)]
-pub(super) struct StateFacts {
-    /// The rescan (tree generation) they were computed at.
-    scan: u64,
-    digest: u64,
-    time: Option<u64>,
-    /// The state's name in the disk cache, computed when first asked for (shared by
-    /// the clones of these facts).
-    key: Arc<std::sync::OnceLock<Arc<str>>>,
-}
-
-pub(super) fn state_dir(w: When) -> String {
-    match w {
-        None => "latest".to_string(),
-        Some(t) => format!("at/{t}"),
+            "enumerations": self.enumerations_json(Folder::State(w))?,
+        });
+        // Then each kind of file's line, as its face says (`faces/table.rs`).
+        if let Some(map) = value.as_object_mut() {
+            for summary in faces::summaries() {
+                map.insert(summary.key.into(), (summary.of_state)(self, w)?);
+            }
+        }
+        Ok(value)
     }
 }

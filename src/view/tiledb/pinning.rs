@@ -3,19 +3,14 @@
 //! the fragment (its metadata kept here, its files held open by the store) until the
 //! last file open in it is closed.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::array::fragment::{Fragment, FragmentId, FragmentMeta};
 use crate::error::{Error, Result};
 use crate::storage::Pin;
 use crate::view::OpenGuard;
 
-use super::ArrayTree;
-
-/// Fragments kept readable for open files after a rescan dropped them: the fragment and
-/// how many open files hold it.
-pub(super) type Pinned = Arc<Mutex<HashMap<FragmentId, (Arc<Fragment>, usize)>>>;
+use super::array_tree::{ArrayTree, Pinned};
 
 impl ArrayTree {
     /// The fragment with id `id`: live, or kept for an open file after it was vacuumed.

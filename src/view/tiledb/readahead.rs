@@ -6,7 +6,7 @@ use crate::array::fragment::FragmentId;
 use crate::error::Result;
 use crate::read::{FieldReader, RawFile};
 
-use super::ArrayTree;
+use super::array_tree::ArrayTree;
 
 /// How much of the next fragment's file read-ahead prepares when a sequential reader's
 /// file is prepared to its end: enough to bridge the step from one file to the next,

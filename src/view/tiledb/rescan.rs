@@ -11,7 +11,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use std::collections::HashSet;
 
@@ -21,7 +21,8 @@ use crate::error::Result;
 use crate::read::spill::SpillKey;
 use crate::read::CacheKey;
 
-use super::{ArrayTree, Folder, Node};
+use super::array_tree::{ArrayTree, Clock};
+use super::node::{Folder, Node};
 
 impl ArrayTree {
     /// Sets how old the list of fragments may get before a listing reads the array's
@@ -31,11 +32,19 @@ impl ArrayTree {
         self
     }
 
+    /// Tells the time of rescans by `clock` instead of the wall clock, from now on: for
+    /// tests that make an interval pass (or a scan take long) without waiting for it.
+    pub fn with_clock(mut self, clock: Clock) -> ArrayTree {
+        *self.scanned_at.get_mut().unwrap_or_else(|e| e.into_inner()) = clock();
+        self.clock = clock;
+        self
+    }
+
     /// Reads the array folder again now. Returns whether anything changed. A folder that
     /// cannot be read keeps the last good list (and the error is returned).
     pub fn refresh(&self) -> Result<bool> {
         let changed = self.rescan();
-        *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner()) = (self.clock)();
         changed
     }
 
@@ -72,11 +81,9 @@ impl ArrayTree {
             .map(|f| f.id)
             .filter(|id| !live.contains(id))
             .collect();
-        let fragment_of = |ino| match self.nodes.node(ino) {
-            Some(Node::FolderFile(folder, _)) => folder.fragment(),
-            Some(Node::EnumFile(of, _)) => of.folder.fragment(),
-            _ => None,
-        };
+        // Whatever node a rendered file is (a fragment folder's file, a field's text
+        // file, an enumeration's file), the fragment it is in.
+        let fragment_of = |ino| self.nodes.node(ino).and_then(|n: Node| n.fragment());
         self.caches.engine.spill().retain(|key| match key {
             SpillKey::Chunk(CacheKey::Tile { fragment, .. }) => !gone.contains(fragment),
             SpillKey::Rendered {
@@ -110,7 +117,7 @@ impl ArrayTree {
 
     fn stale(&self) -> bool {
         let scanned_at = *self.scanned_at.lock().unwrap_or_else(|e| e.into_inner());
-        scanned_at.elapsed() >= self.refresh_interval
+        (self.clock)().saturating_duration_since(scanned_at) >= self.refresh_interval
     }
 
     /// The generation what is derived from a folder belongs to: a state's files change
@@ -126,8 +133,9 @@ impl ArrayTree {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use crate::array::{Array, OpenOptions};
     use crate::storage::MemoryStore;
@@ -146,12 +154,25 @@ mod tests {
 
     /// A scan slower than the interval must not make the request that follows it scan
     /// again (counted from its start, each such scan was stale as soon as it ended).
+    /// Time is the tree's clock: each listing the store answers takes 600 ms of it, and
+    /// the test moves it on by the interval, so nothing waits on the wall clock.
     #[test]
     fn the_request_right_after_a_slow_scan_uses_its_list() {
         let (tree, store) = tree(Duration::from_millis(500));
-        store.set_list_delay(Duration::from_millis(600));
-        std::thread::sleep(Duration::from_millis(500));
         store.reset_requests();
+        let start = Instant::now();
+        let waited = Arc::new(AtomicU64::new(0));
+        let clock = {
+            let (store, waited) = (store.clone(), waited.clone());
+            move || {
+                let listing = 600 * store.requests().lists;
+                start + Duration::from_millis(listing + waited.load(Ordering::SeqCst))
+            }
+        };
+        let tree = tree.with_clock(Arc::new(clock));
+        tree.refresh_if_stale();
+        assert_eq!(store.requests().lists, 0, "no scan within the interval");
+        waited.fetch_add(500, Ordering::SeqCst);
         tree.refresh_if_stale();
         let one_scan = store.requests().lists;
         assert!(one_scan > 0, "the first request after the interval scans");
@@ -160,6 +181,12 @@ mod tests {
             store.requests().lists,
             one_scan,
             "no second scan right after"
+        );
+        waited.fetch_add(500, Ordering::SeqCst);
+        tree.refresh_if_stale();
+        assert!(
+            store.requests().lists > one_scan,
+            "a scan once the interval passed again"
         );
     }
 

@@ -112,6 +112,19 @@ impl<K: Eq + Hash + Clone, T> States<K, T> {
     }
 }
 
+/// What the tree keeps of a state per rescan (see `merged.rs`): what it is made of, when
+/// it last changed, and its name in the disk cache.
+#[derive(Clone)]
+pub(super) struct StateFacts {
+    /// The rescan (tree generation) they were computed at.
+    pub(super) scan: u64,
+    pub(super) digest: u64,
+    pub(super) time: Option<u64>,
+    /// The state's name in the disk cache, computed when first asked for (shared by
+    /// the clones of these facts).
+    pub(super) key: Arc<std::sync::OnceLock<Arc<str>>>,
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -12,8 +12,9 @@
 
 use std::sync::Arc;
 
-use super::merged::state_dir;
-use super::{ArrayTree, FieldOf, Folder};
+use super::array_tree::ArrayTree;
+use super::node::state_dir;
+use super::node::{FieldOf, Folder};
 use crate::error::{Error, Place, Result};
 use crate::format::enumeration::Enumeration;
 use crate::format::Datatype;
@@ -317,7 +318,7 @@ fn cell_text(
     if !cells.is_valid(k) {
         out.extend_from_slice(text::NULL.as_bytes());
     } else if let Some(e) = labels {
-        super::enums::label_text(out, e, datatype, cells.value(k));
+        super::codes::label_text(out, e, datatype, cells.value(k));
     } else {
         text::cell(out, datatype, cells.value(k));
     }

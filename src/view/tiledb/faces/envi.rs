@@ -11,12 +11,14 @@ use crate::error::{Error, Result};
 use crate::format::Datatype;
 use crate::view::{names, value};
 
-use super::super::{ArrayTree, FieldOf, Folder};
+use super::super::array_tree::ArrayTree;
+use super::super::node::{FieldOf, Folder};
 use super::spliced::HeaderAndValues;
 use super::At;
 
 pub(super) static ENVI_HDR: HeaderAndValues = HeaderAndValues {
     name: "values.hdr",
+    mime: "text/plain; charset=utf-8",
     applies: is_raster,
     header,
     with_values: false,

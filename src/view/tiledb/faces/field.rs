@@ -11,7 +11,8 @@ use crate::format::Datatype;
 use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
 
-use super::super::{ArrayTree, FieldOf, Folder};
+use super::super::array_tree::ArrayTree;
+use super::super::node::{FieldOf, Folder};
 use super::At;
 
 /// What a face needs to know of a field, from metadata.

@@ -20,8 +20,9 @@ use crate::read::RawFile;
 use crate::view::hdf5::{self, Attr, Dataset, H5Type, Piece};
 use crate::view::{names, value};
 
-use super::super::{ArrayTree, Folder};
-use super::{At, Face};
+use super::super::array_tree::ArrayTree;
+use super::super::node::{Folder, When};
+use super::{At, Face, Summary};
 
 pub(super) struct ArrayH5;
 
@@ -472,9 +473,28 @@ impl ArrayH5 {
     }
 }
 
+/// `array.json`'s and `read.json`'s "hdf5".
+static SUMMARY: Summary = Summary {
+    key: "hdf5",
+    of_schema: summary,
+    of_state: state_summary,
+};
+
+fn state_summary(tree: &ArrayTree, w: When) -> Result<Value> {
+    Ok(summary(&tree.merged(w)?.schema))
+}
+
 impl Face<Folder> for ArrayH5 {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn mime(&self) -> &'static str {
+        "application/x-hdf5"
+    }
+
+    fn summary(&self) -> Option<&'static Summary> {
+        Some(&SUMMARY)
     }
 
     fn exists(&self, _tree: &ArrayTree, folder: Folder) -> Result<bool> {

@@ -18,8 +18,9 @@ use crate::read::RawFile;
 use crate::view::netcdf::{self as nc, Attr, Dim, NcFile, NcType, Piece, Var, Version};
 use crate::view::value;
 
-use super::super::{ArrayTree, FieldOf, Folder};
-use super::{At, Face};
+use super::super::array_tree::ArrayTree;
+use super::super::node::{FieldOf, Folder, When};
+use super::{At, Face, Summary};
 
 pub(super) struct ArrayNc;
 
@@ -453,10 +454,7 @@ fn schema_fields(schema: &ArraySchema) -> Vec<NcField<'_>> {
 
 impl ArrayTree {
     /// The plan of the state at `w` (a sparse state's cells are counted).
-    pub(in crate::view::tiledb) fn netcdf_plan(
-        &self,
-        w: super::super::merged::When,
-    ) -> Result<Plan> {
+    pub(in crate::view::tiledb) fn netcdf_plan(&self, w: super::super::node::When) -> Result<Plan> {
         let merged = self.merged(w)?;
         let fields: Vec<NcField<'_>> = merged
             .fields
@@ -662,9 +660,29 @@ impl ArrayNc {
     }
 }
 
+/// `array.json`'s and `read.json`'s "netcdf".
+static SUMMARY: Summary = Summary {
+    key: "netcdf",
+    of_schema: summary,
+    of_state: state_summary,
+};
+
+/// `read.json`'s "netcdf": the state's plan, with the format it takes.
+fn state_summary(tree: &ArrayTree, w: When) -> Result<Value> {
+    Ok(tree.netcdf_plan(w)?.summary(true))
+}
+
 impl Face<Folder> for ArrayNc {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn mime(&self) -> &'static str {
+        "application/x-netcdf"
+    }
+
+    fn summary(&self) -> Option<&'static Summary> {
+        Some(&SUMMARY)
     }
 
     fn exists(&self, _tree: &ArrayTree, folder: Folder) -> Result<bool> {

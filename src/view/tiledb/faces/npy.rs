@@ -4,12 +4,14 @@
 use crate::error::Result;
 use crate::view::npy;
 
-use super::super::{ArrayTree, FieldOf};
+use super::super::array_tree::ArrayTree;
+use super::super::node::FieldOf;
 use super::spliced::HeaderAndValues;
 use super::At;
 
 pub(super) static NPY: HeaderAndValues = HeaderAndValues {
     name: "values.npy",
+    mime: "application/octet-stream",
     applies: fixed_size,
     header,
     with_values: true,

@@ -4,7 +4,8 @@
 use crate::error::Result;
 use crate::read::RawFile;
 
-use super::super::{ArrayTree, FieldOf};
+use super::super::array_tree::ArrayTree;
+use super::super::node::FieldOf;
 use super::{At, Face};
 
 pub(super) struct Raw(RawFile);
@@ -16,6 +17,10 @@ pub(super) static VALIDITY: Raw = Raw(RawFile::Validity);
 impl Face<FieldOf> for Raw {
     fn name(&self) -> &'static str {
         self.0.name()
+    }
+
+    fn mime(&self) -> &'static str {
+        "application/octet-stream"
     }
 
     fn exists(&self, tree: &ArrayTree, of: FieldOf) -> Result<bool> {

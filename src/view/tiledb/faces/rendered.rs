@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 
-use super::super::{json, ArrayTree, FieldOf, Folder};
+use super::super::array_tree::ArrayTree;
+use super::super::json;
+use super::super::node::{FieldOf, Folder};
 use super::{At, Face};
 
 pub(super) struct Rendered {
@@ -42,6 +44,10 @@ pub(super) static READ_JSON: Rendered = Rendered {
 impl Face<Folder> for Rendered {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn mime(&self) -> &'static str {
+        "application/json"
     }
 
     fn exists(&self, _tree: &ArrayTree, folder: Folder) -> Result<bool> {

@@ -6,11 +6,13 @@
 use crate::error::Result;
 use crate::read::RawFile;
 
-use super::super::{ArrayTree, FieldOf};
+use super::super::array_tree::ArrayTree;
+use super::super::node::FieldOf;
 use super::{At, Face};
 
 pub(super) struct HeaderAndValues {
     pub name: &'static str,
+    pub mime: &'static str,
     /// Whether a field has the file: metadata only (a listing asks it).
     pub applies: fn(&ArrayTree, FieldOf) -> Result<bool>,
     /// The header (it may need the cell count: asked only once that is known, or to read).
@@ -22,6 +24,10 @@ pub(super) struct HeaderAndValues {
 impl Face<FieldOf> for HeaderAndValues {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn mime(&self) -> &'static str {
+        self.mime
     }
 
     fn exists(&self, tree: &ArrayTree, of: FieldOf) -> Result<bool> {

@@ -4,23 +4,27 @@
 
 use crate::error::Result;
 
+use super::super::array_tree::ArrayTree;
+use super::super::node::{FieldOf, Folder};
 use super::super::textfiles::TextFile;
-use super::super::{ArrayTree, FieldOf, Folder};
 use super::{At, Face};
 
 pub(super) struct Text<P> {
     name: &'static str,
+    mime: &'static str,
     /// Which text file the folder at a place holds.
     file: fn(P) -> TextFile,
 }
 
 pub(super) static VALUES_TXT: Text<FieldOf> = Text {
     name: "values.txt",
+    mime: "text/plain; charset=utf-8",
     file: one_column,
 };
 
 pub(super) static CELLS_CSV: Text<Folder> = Text {
     name: "cells.csv",
+    mime: "text/csv; charset=utf-8",
     file: every_column,
 };
 
@@ -41,6 +45,10 @@ fn every_column(folder: Folder) -> TextFile {
 impl<P: Copy> Face<P> for Text<P> {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn mime(&self) -> &'static str {
+        self.mime
     }
 
     fn exists(&self, _tree: &ArrayTree, _place: P) -> Result<bool> {

@@ -16,8 +16,9 @@ use crate::read::RawFile;
 use crate::view::tiff::{nodata_text_float, Image, Layout, Sample};
 use crate::view::{names, value};
 
-use super::super::{ArrayTree, FieldOf, Folder};
-use super::{At, Face};
+use super::super::array_tree::ArrayTree;
+use super::super::node::{FieldOf, Folder, When};
+use super::{At, Face, Summary};
 
 pub(super) struct ValuesTif;
 
@@ -210,9 +211,30 @@ fn layout(tree: &ArrayTree, of: FieldOf) -> Result<Layout> {
     .map_err(not_here)
 }
 
+/// `array.json`'s and `read.json`'s "tiff".
+static SUMMARY: Summary = Summary {
+    key: "tiff",
+    of_schema: summary,
+    of_state: state_summary_of,
+};
+
+fn state_summary_of(tree: &ArrayTree, w: When) -> Result<Value> {
+    let merged = tree.merged(w)?;
+    let shape = merged.non_empty_domain().and(merged.shape());
+    Ok(state_summary(&merged.schema, shape.as_deref()))
+}
+
 impl Face<FieldOf> for ValuesTif {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn mime(&self) -> &'static str {
+        "image/tiff"
+    }
+
+    fn summary(&self) -> Option<&'static Summary> {
+        Some(&SUMMARY)
     }
 
     fn exists(&self, tree: &ArrayTree, of: FieldOf) -> Result<bool> {
