@@ -1,4 +1,4 @@
-//! A file of the tree as the network faces serve it: held while served, identified by
+//! A file of the tree as the network doors serve it: held while served, identified by
 //! strong validators, and read as a body chunk by chunk, a few ahead of the connection
 //! at most (so a response costs a bounded few chunks of memory whatever the file's
 //! size).
@@ -28,8 +28,8 @@ pub type Body = UnsyncBoxBody<Bytes, io::Error>;
 
 /// A strong validator: an immutable file (inside a fragment) by its path and time; a file of a merged state by the state's digest; another small file by its
 /// bytes. Large files that may change and have no version get none. `shown` is the
-/// file's path in the tree (`latest/a/values.bin`): every face passes the same, so every
-/// face answers the same tag.
+/// file's path in the tree (`latest/a/values.bin`): every door passes the same, so every
+/// door answers the same tag.
 pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<Option<String>> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();

@@ -77,7 +77,7 @@ const PATH_MAX: usize = 1024;
 pub struct NfsDoor {
     tree: Arc<dyn FileTree>,
     handles: Handles,
-    /// The port the face listens on, which the portmapper tells.
+    /// The port the door listens on, which the portmapper tells.
     port: u16,
     uid: u32,
     gid: u32,
@@ -205,7 +205,7 @@ impl NfsDoor {
         (stat.kind == Kind::File && !stat.exact_size && known.is_none()).then_some(ino)
     }
 
-    /// The handles this face hands out (tests look at how many are held).
+    /// The handles this door hands out (tests look at how many are held).
     pub fn handles(&self) -> &Handles {
         &self.handles
     }

@@ -11,7 +11,7 @@
 //! Every PUT, POST and DELETE (S3's writes: PutObject, DeleteObject(s), CreateBucket,
 //! the multipart uploads, every Put*Configuration) is answered AccessDenied before its
 //! body is read or its signature checked; other operations s3s knows answer
-//! NotImplemented. Each object answers the `ETag` the HTTP face answers for the same
+//! NotImplemented. Each object answers the `ETag` the HTTP door answers for the same
 //! path ([`super::file::etag`]), so S3 and HTTP clients (and two servers over the same
 //! array) agree.
 
@@ -133,7 +133,7 @@ pub fn service(
 > + Clone
        + Send
        + 'static {
-    let mut builder = S3ServiceBuilder::new(Face(Arc::new(Bucketed {
+    let mut builder = S3ServiceBuilder::new(Answers(Arc::new(Bucketed {
         tree,
         ahead,
         sizing,
@@ -162,7 +162,7 @@ pub fn service(
                 return Ok(denied(req.uri().path()));
             }
             if !signed {
-                // An anonymous face serves clients that sign anyway (credentials in
+                // An anonymous door serves clients that sign anyway (credentials in
                 // their environment): s3s would answer a signed request NotImplemented
                 // without an auth provider.
                 req.headers_mut().remove(hyper::header::AUTHORIZATION);
@@ -173,7 +173,7 @@ pub fn service(
 }
 
 /// Which requests are virtual-hosted: those whose host (without its port) is
-/// `<bucket>.<domain>`. Every other host is path-style, so clients that reach the face
+/// `<bucket>.<domain>`. Every other host is path-style, so clients that reach the door
 /// by its IP address or another name keep working (s3s's own `SingleDomain` would take
 /// such a host for a bucket name).
 struct Addressing {
@@ -544,9 +544,9 @@ fn span(range: Option<&Range>, size: u64) -> S3Result<Option<std::ops::Range<u64
 }
 
 /// What s3s calls: the bucket, shared with the blocking tasks that read the tree.
-struct Face(Arc<Bucketed>);
+struct Answers(Arc<Bucketed>);
 
-impl Face {
+impl Answers {
     /// Runs `f` on the blocking pool (every tree call may decode or wait on storage).
     async fn blocking<T: Send + 'static>(
         &self,
@@ -634,7 +634,7 @@ fn timestamp_of(t: SystemTime) -> Timestamp {
 }
 
 #[async_trait::async_trait]
-impl S3 for Face {
+impl S3 for Answers {
     async fn list_buckets(
         &self,
         _req: S3Request<ListBucketsInput>,
