@@ -239,7 +239,7 @@ fn read_chunk(held: &Held, at: u64, want: u64, share: Share) -> Result<Bytes> {
 
 /// Chunk buffers that responses have sent, kept for the next chunks: each read then
 /// fills memory already mapped, as the mount's reply buffer is. With the heap held to
-/// two arenas ([`crate::mount::limit_heap_arenas`]) a fresh buffer per chunk cost a cold
+/// two arenas ([`crate::daemon::limit_heap_arenas`]) a fresh buffer per chunk cost a cold
 /// 512 MiB GET about 17,600 page faults, against about 1,400 with these.
 static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// At most this many are kept (4 MiB): what the responses in flight hold beyond it is
