@@ -131,7 +131,7 @@ impl HttpDoor {
                     Ok(size) => got.sized = Some((ino, size)),
                     Err(u) => return Ok(not_sized(&asked.path, u)),
                 },
-                Needs::Budget => match self.budget.take(CHUNK as usize).await {
+                Needs::Budget => match self.budget.take_first(CHUNK as usize).await {
                     Some(share) => got.share = Some(share),
                     None => return Ok(busy("the server's memory budget is held by slow clients")),
                 },

@@ -292,6 +292,20 @@ impl Server {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Doors that wait for a free connection slot now, every slot being held: the
+    /// next connection stays in the listen backlog (tests watch it).
+    pub fn doors_waiting_for_a_slot(&self) -> usize {
+        self.counts
+            .waiting_for_slot
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Answers whose first chunk waits for its share of the memory budget now (tests
+    /// watch it).
+    pub fn answers_waiting_for_memory(&self) -> usize {
+        self.budget.first_waiting()
+    }
+
     /// Bytes of the answers' memory budget free now.
     pub fn budget_free(&self) -> usize {
         self.budget.free()
