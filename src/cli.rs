@@ -274,7 +274,7 @@ pub enum Command {
     /// Serve the tree a mount shows over the network, in the foreground, until
     /// SIGINT/SIGTERM: over HTTP (127.0.0.1:8080 unless another door is named), WebDAV,
     /// the S3 API and NFSv3.
-    /// Prints one line per face, `<face> <url>`, once it listens.
+    /// Prints one line per door, `<door> <url>`, once it listens.
     Serve {
         #[command(flatten)]
         array: ArrayArgs,

@@ -3,7 +3,8 @@
 //! Data flows one way: store bytes ([`storage`]) -> [`format`](mod@format) (what is
 //! where) -> [`filter`] (un-filtered chunk) -> [`array`](mod@array) (which fragments, their
 //! metadata) -> [`read`] (bytes and cells of a field) -> [`view`] (the trees of files) ->
-//! FUSE ([`fuse`], [`mount`], [`daemon`]) or the command line ([`info`], [`ls`]).
+//! FUSE ([`fuse`], [`mount`], [`daemon`]), the network doors ([`serve`]) or the command
+//! line ([`info`], [`ls`]).
 //! Lower layers never import higher ones.
 //!
 //! Comments cite the TileDB format digest in `docs/tiledb-format/` by file and section

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::array::OpenOptions;
-use crate::daemon::{self, Reporter, Signals};
+use crate::daemon::{self, limit_heap_arenas, Reporter, Signals, STOP_GRACE};
 use crate::error::{Error, Result};
 use crate::fuse::{self, MountConfig};
 use crate::storage::s3::{is_s3_uri, S3Options};
@@ -31,10 +31,6 @@ pub struct MountRequest {
     pub foreground: bool,
     pub fuse: MountConfig,
 }
-
-/// How long requests still running after SIGINT/SIGTERM/SIGHUP may take before the
-/// daemon ends regardless (see `serve`).
-pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Mounts and serves until unmounted (by `fragfs umount`, `umount`, or a signal).
 /// Without `foreground`, returns in the calling process only on errors found before
@@ -256,21 +252,6 @@ fn mounted_device(mountinfo: &str, device: &str) -> bool {
             kind.starts_with("fuse") && fields.split(' ').nth(2) == Some(device)
         })
     })
-}
-
-/// glibc gives each thread its own heap arena and keeps what was freed in it: with FUSE
-/// workers and read-ahead threads all churning chunk- and reply-sized buffers, that held
-/// tens of MiB beyond the cache (the benchmark's peak RSS went from ~150 to ~100 MiB with
-/// one arena). Two arenas keep that bounded and still spare the threads most contention.
-/// `fragfs serve` calls it too, for its blocking pool's threads. Call it before the
-/// process starts any thread.
-pub fn limit_heap_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; it is called before the daemon
-    // starts any thread, and a refused value leaves glibc's default in place.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
 }
 
 /// Sets how far the kernel reads ahead of a sequential reader of the FUSE mount on

@@ -910,6 +910,75 @@ fn a_file_whose_size_cannot_be_read_is_listed_and_its_eio_logged_once() {
     );
 }
 
+/// The one `fragfs` daemon whose arguments name mount point `mnt`.
+fn daemon_of(mnt: &Path) -> i32 {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_fragfs")).unwrap();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(entry.path().join("exe")).ok().as_deref() != Some(&*exe) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == mnt.as_os_str().as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    assert_eq!(found.len(), 1, "daemons of {}: {found:?}", mnt.display());
+    found[0]
+}
+
+/// A process's exit, watched through a pidfd: opened while the process runs, so a
+/// later process given the same number is never mistaken for it.
+struct Exit(std::os::fd::OwnedFd);
+
+impl Exit {
+    fn of(pid: i32) -> Exit {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor we own.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        assert!(
+            fd >= 0,
+            "pidfd_open {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: `fd` was just opened and nothing else owns it.
+        Exit(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+    }
+
+    /// Whether the process exited within `timeout` (a pidfd polls readable once it has).
+    fn wait(&self, timeout: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // SAFETY: one pollfd, valid for the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as i32) };
+            match n {
+                1.. => return true,
+                0 => return false,
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "poll: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// `fragfs umount` then an immediate new mount on the same path: the old daemon, on its
 /// way out, must not unmount the new one (fuser's cleanup unmounts by path).
 #[test]
@@ -919,14 +988,20 @@ fn remounting_right_after_umount_keeps_the_new_mount() {
     }
     let (array, _) = expected_files(&fixtures()).into_iter().next().unwrap();
     let (d, log) = daemon(&array, &[]);
+    let mut old = Exit::of(daemon_of(&d.mnt));
     for round in 0..5 {
         run_ok(fragfs().arg("umount").arg(&d.mnt));
         run_ok(fragfs().arg("mount").arg(&array).arg(&d.mnt));
-        std::thread::sleep(Duration::from_millis(300));
+        // Once the old daemon has exited, it has done all it would on its way out.
+        assert!(
+            old.wait(Duration::from_secs(60)),
+            "round {round}: the old daemon still runs a minute after umount"
+        );
         assert!(
             is_mounted(&d.mnt),
             "round {round}: the new mount was taken down"
         );
+        old = Exit::of(daemon_of(&d.mnt));
         assert!(std::fs::read(d.mnt.join("array.json")).is_ok());
     }
     // The race itself is rare; what makes it possible is a daemon trying to unmount its

@@ -18,12 +18,12 @@ use fragfs::serve::{Doors, Server};
 use fragfs::view::{FileTree, Ino, ROOT};
 
 fn serve(tree: Arc<dyn FileTree>, token: Option<&str>) -> Server {
-    let faces = Doors {
+    let doors = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         token: token.map(fragfs::secret::Secret::new),
         ..Doors::default()
     };
-    Server::start(tree, &faces, 2).unwrap()
+    Server::start(tree, &doors, 2).unwrap()
 }
 
 fn served_fixture(name: &str) -> (Arc<dyn FileTree>, Server, SocketAddr) {
@@ -778,7 +778,7 @@ fn a_group_is_served_as_mounted() {
 fn idle_and_stalled_connections_are_closed() {
     let (array, expected) = fixture("dense_2d");
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
-    let faces = Doors {
+    let doors = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         limits: fragfs::serve::Limits {
             header_timeout: Duration::from_secs(1),
@@ -787,7 +787,7 @@ fn idle_and_stalled_connections_are_closed() {
         },
         ..Doors::default()
     };
-    let server = Server::start(tree.clone(), &faces, 2).unwrap();
+    let server = Server::start(tree.clone(), &doors, 2).unwrap();
     let addr = server.http_addr().unwrap();
     let gone = |what: &str| {
         let deadline = Instant::now() + Duration::from_secs(120);

@@ -17,11 +17,11 @@ use fragfs::view::FileTree;
 use serde_json::json;
 
 fn serve(tree: Arc<dyn FileTree>) -> Server {
-    let faces = Doors {
+    let doors = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         ..Doors::default()
     };
-    Server::start(tree, &faces, 2).unwrap()
+    Server::start(tree, &doors, 2).unwrap()
 }
 
 fn served_feature(name: &str) -> (Arc<dyn FileTree>, Server, SocketAddr) {

@@ -18,11 +18,11 @@ use fragfs::serve::{Doors, Server};
 use fragfs::view::FileTree;
 
 fn serve(tree: Arc<dyn FileTree>) -> Server {
-    let faces = Doors {
+    let doors = Doors {
         nfs: Some("127.0.0.1:0".parse().unwrap()),
         ..Doors::default()
     };
-    Server::start(tree, &faces, 2).unwrap()
+    Server::start(tree, &doors, 2).unwrap()
 }
 
 fn served(array: &std::path::Path, expected: &serde_json::Value) -> (Arc<dyn FileTree>, Server) {
@@ -157,7 +157,7 @@ fn libnfs() -> bool {
     here
 }
 
-/// A libnfs URL of `path` on the face at `addr` (NFS and MOUNT on the one port). A
+/// A libnfs URL of `path` on the door at `addr` (NFS and MOUNT on the one port). A
 /// file at the root is `//name`: libnfs mounts the part before the last slash.
 fn url(addr: SocketAddr, path: &str) -> String {
     let port = addr.port();

@@ -1,7 +1,7 @@
 //! `fragfs serve --s3`: the tree as a read-only S3 bucket. Every file of the fixtures and
 //! of the shared corpus's sample (`corpus_sample`: every feature of every format
 //! version) byte-exact through GetObject (a small unsigned Rust client), keys in S3's
-//! order page by page, the same ETags as the HTTP face, and real clients: boto3,
+//! order page by page, the same ETags as the HTTP door, and real clients: boto3,
 //! s3fs/fsspec, the AWS CLI, GDAL's /vsis3/ and DuckDB's httpfs. Writes, bad signatures
 //! and hostile requests get S3 errors while others are served.
 
@@ -24,9 +24,9 @@ use fragfs::wire::path::encode;
 const ACCESS: &str = "fragfs-serve-key";
 const SECRET: &str = "fragfs-serve-secret";
 
-/// Both faces over `tree`: S3 (anonymous, or signed with `keys`) and HTTP.
+/// Both doors over `tree`: S3 (anonymous, or signed with `keys`) and HTTP.
 fn serve(tree: Arc<dyn FileTree>, keys: bool) -> (Server, SocketAddr, String, SocketAddr) {
-    let faces = Doors {
+    let doors = Doors {
         http: Some("127.0.0.1:0".parse().unwrap()),
         s3: Some("127.0.0.1:0".parse().unwrap()),
         s3_door: S3Door {
@@ -36,7 +36,7 @@ fn serve(tree: Arc<dyn FileTree>, keys: bool) -> (Server, SocketAddr, String, So
         },
         ..Doors::default()
     };
-    let server = Server::start(tree, &faces, 2).unwrap();
+    let server = Server::start(tree, &doors, 2).unwrap();
     let (s3, bucket) = server.s3_addr().unwrap();
     let http = server.http_addr().unwrap();
     (server, s3, bucket, http)
@@ -210,7 +210,7 @@ fn sorted_names(tree: &dyn FileTree, path: &str) -> (Vec<String>, Vec<String>) {
     (files, dirs)
 }
 
-/// Every file of the tree through GetObject: the tree's bytes, its exact size, and the ETag the HTTP face answers for the same path. Listings: the root and
+/// Every file of the tree through GetObject: the tree's bytes, its exact size, and the ETag the HTTP door answers for the same path. Listings: the root and
 /// `at/` with delimiter `/`, `latest/` and `fragments/` without, page by page, in
 /// byte order.
 fn check_every_file(tree: &dyn FileTree, s3: &OverS3, http: SocketAddr) -> Result<usize, String> {
@@ -601,7 +601,7 @@ fn writes_are_denied_and_hostile_requests_get_errors_while_others_are_served() {
             "{method} {path}"
         );
     }
-    // An operation s3s knows but this face does not serve.
+    // An operation s3s knows but this door does not serve.
     let r = get(addr, "GET", &format!("/{bucket}?acl"), &[]);
     assert_eq!(
         tags(&String::from_utf8_lossy(&r.body), "Code"),
@@ -697,7 +697,7 @@ print("delete", code(lambda: good.delete_object(Bucket=bucket, Key="array.json")
     }
 }
 
-/// An anonymous S3 face over fixture `name` for the external clients.
+/// An anonymous S3 door over fixture `name` for the external clients.
 fn served_fixture(name: &str) -> (Arc<dyn FileTree>, Server, String, String) {
     let (array, expected) = fixture(name);
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
@@ -981,7 +981,7 @@ print("ROWS", rows)
     );
 }
 
-/// `fragfs serve` of `source` with `args`: the child and the S3 face's bucket URL.
+/// `fragfs serve` of `source` with `args`: the child and the S3 door's bucket URL.
 fn fragfs_serve(source: &str, args: &[&str], env: &[(&str, &str)]) -> (KillOnDrop, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fragfs"));
     cmd.arg("serve")
@@ -1187,7 +1187,7 @@ fn the_command_refuses_public_addresses_without_keys_and_bad_bucket_names() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Not_A_Bucket"));
     let out = run(&["--s3", "127.0.0.1:0", "--s3-access-key", "k"], &[]);
     assert!(!out.status.success(), "a key without its secret");
-    // Keys from the environment: the face serves signed requests only.
+    // Keys from the environment: the door serves signed requests only.
     let array_path = array.to_str().unwrap().to_string();
     let (mut child, url) = fragfs_serve(
         &array_path,

@@ -422,14 +422,32 @@ fn one_connection_bound_holds_across_doors() {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(10));
     }
-    let waiting = std::thread::spawn(move || get(webdav, "GET", "/array.json", &[]));
-    // The third is in the listen backlog: not accepted while both slots are held. (The
-    // pause gives a server without the bound the time to show it; with it, nothing
-    // happens in any time.)
-    std::thread::sleep(Duration::from_millis(200));
+    // The third is in the listen backlog (connected: the kernel completed its
+    // handshake), and both doors wait for a slot: not accepted while both are held.
+    let mut third = TcpStream::connect(webdav).unwrap();
+    while server.doors_waiting_for_a_slot() < 2 && server.accepted() == 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the doors never waited for a slot"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(server.accepted(), 2, "a third connection accepted");
+    let waiting = std::thread::spawn(move || {
+        third
+            .write_all(b"GET /array.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        third.read_to_end(&mut answer).unwrap();
+        answer
+    });
     drop(a);
-    assert_eq!(waiting.join().unwrap().status, 200);
+    let answer = waiting.join().unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..answer.len().min(200)])
+    );
     assert_eq!(server.accepted(), 3);
     drop(b);
 }
@@ -479,13 +497,39 @@ fn the_first_chunk_of_every_answer_counts_in_the_memory_budget() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // A fifth waits for a share (its head not sent until its first chunk is read)...
-    let fifth = std::thread::spawn(move || get(addr, "GET", path, &[]));
-    // (The pause gives a server that let the first chunk by the time to show it.)
-    std::thread::sleep(Duration::from_millis(200));
+    // While the four still fill their sockets, each gives a chunk's share back as it is
+    // sent and takes the next: a fifth that comes in then may get one (and is answered,
+    // which shows nothing), so it is asked again until it waits. A server that let the
+    // first chunk by would answer every one.
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let fifth = loop {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let waits = loop {
+            assert!(
+                Instant::now() < deadline,
+                "a fifth answer never waited for its first chunk's share"
+            );
+            if server.answers_waiting_for_memory() > 0 {
+                break true;
+            }
+            match s.peek(&mut [0u8; 1]) {
+                Ok(_) => break false,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("the fifth: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        if waits {
+            s.set_nonblocking(false).unwrap();
+            break s;
+        }
+    };
     assert_eq!(server.budget_free(), 0);
     // ...and is answered whole once the stalled clients go.
     drop(stalled);
-    let r = fifth.join().unwrap();
+    let r = common::http::read_reply(&mut std::io::BufReader::new(fifth), false);
     assert_eq!(r.status, 200);
     assert!(r.body == read_all(&*tree, tree.resolve(path).unwrap()).unwrap());
 }

@@ -23,13 +23,13 @@ use quick_xml::events::Event;
 use quick_xml::NsReader;
 
 fn serve(tree: Arc<dyn FileTree>, token: Option<&str>, http: bool) -> Server {
-    let faces = Doors {
+    let doors = Doors {
         http: http.then(|| "127.0.0.1:0".parse().unwrap()),
         webdav: Some("127.0.0.1:0".parse().unwrap()),
         token: token.map(fragfs::secret::Secret::new),
         ..Doors::default()
     };
-    Server::start(tree, &faces, 2).unwrap()
+    Server::start(tree, &doors, 2).unwrap()
 }
 
 fn served_fixture(name: &str, token: Option<&str>) -> (Arc<dyn FileTree>, Server, SocketAddr) {
@@ -193,7 +193,7 @@ impl Tree for OverWebDav {
 /// same kinds of files), checking every folder's names and kinds and every file's size
 /// and properties against the tree; the bytes and tag of every file of `latest/` and of
 /// every 3rd other file over GET (the corpus checks read the rest), and every 5th
-/// file's tag against the HTTP face's at `http` when given (a debug build decodes
+/// file's tag against the HTTP door's at `http` when given (a debug build decodes
 /// slowly: all of it took a minute). The number of files checked.
 fn check_every_file(
     tree: &dyn FileTree,
@@ -615,7 +615,7 @@ fn rclone(addr: SocketAddr, pass: &str, args: &[&str]) -> std::process::Output {
 fn rclone_lists_cats_and_copies_the_tree() {
     if !tool_available(
         "rclone",
-        "the WebDAV face's rclone checks need it (Debian rclone)",
+        "the WebDAV door's rclone checks need it (Debian rclone)",
     ) {
         return;
     }

@@ -8,7 +8,7 @@
 //!
 //! The network doors' parsers (`fragfs::wire`) have targets of their own: `request_path`,
 //! `range_header`, `propfind_body`, `basic_auth` and `rpc_record` (a client's TCP byte
-//! stream answered by a real NFS face over a fixture array). Beside "no panic" they check
+//! stream answered by a real NFS door over a fixture array). Beside "no panic" they check
 //! what each parser promises (a path segment never leaves the tree, a range never passes
 //! the file's end, a PROPFIND never asks more than its bounds), so a bounds check gone
 //! wrong is found even where it does not crash.
@@ -532,7 +532,7 @@ pub const MAX_CALLS: usize = 16;
 /// much, with their headers and attributes.
 pub const MAX_REPLY: usize = RTMAX as usize + 1024;
 
-/// Placeholders for file handles in `rpc_record` inputs. A handle carries the face's
+/// Placeholders for file handles in `rpc_record` inputs. A handle carries the door's
 /// instance id, random per process, so no saved input can hold a real one: each run
 /// of 16 of these bytes is replaced by the handle of the root ([`ROOT_PLACEHOLDER`]),
 /// of [`FILE_PATH`] and of [`DIR_PATH`] before the stream is answered, so mutated seeds
@@ -541,7 +541,7 @@ pub const ROOT_PLACEHOLDER: [u8; 16] = [0xEE; 16];
 pub const FILE_PLACEHOLDER: [u8; 16] = [0xDD; 16];
 pub const DIR_PLACEHOLDER: [u8; 16] = [0xDC; 16];
 
-/// The array the NFS face of `rpc_record` serves (small: every read is cheap).
+/// The array the NFS door of `rpc_record` serves (small: every read is cheap).
 pub const NFS_FIXTURE: &str = "tiledb/dense_basic";
 /// The file [`FILE_PLACEHOLDER`] and the folder [`DIR_PLACEHOLDER`] stand for.
 pub const FILE_PATH: &str = "latest/i32/values.bin";
@@ -559,12 +559,12 @@ pub fn fixtures() -> PathBuf {
     }
 }
 
-/// An NFS face over [`NFS_FIXTURE`], opened once per process (as `fragfs serve` opens
+/// An NFS door over [`NFS_FIXTURE`], opened once per process (as `fragfs serve` opens
 /// its tree once): a fuzzer's inputs meet the state earlier ones left (held handles,
 /// kept listings), as a server's clients do.
 pub struct Nfs {
     pub tree: Arc<dyn FileTree>,
-    pub face: NfsDoor,
+    pub door: NfsDoor,
 }
 
 pub fn nfs() -> &'static Nfs {
@@ -575,16 +575,16 @@ pub fn nfs() -> &'static Nfs {
             ArrayTree::open_path(&path, Default::default(), 16 << 20)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
         );
-        let face = NfsDoor::new(tree.clone(), 2049, fragfs::serve::nfs::handles::HELD);
-        Nfs { tree, face }
+        let door = NfsDoor::new(tree.clone(), 2049, fragfs::serve::nfs::handles::HELD);
+        Nfs { tree, door }
     })
 }
 
 impl Nfs {
-    /// The handle of the node at `path`, held by the face from now on.
+    /// The handle of the node at `path`, held by the door from now on.
     pub fn handle(&self, path: &str) -> Option<[u8; 16]> {
         let ino = self.tree.resolve(path).ok()?;
-        self.face.handles().handle(ino)
+        self.door.handles().handle(ino)
     }
 
     /// `stream` with each placeholder replaced by a real handle (taken afresh, so an
@@ -603,7 +603,7 @@ impl Nfs {
             };
             let handle = real[which].get_or_insert_with(|| {
                 let handle = match which {
-                    0 => self.face.handles().handle(ROOT),
+                    0 => self.door.handles().handle(ROOT),
                     1 => self.handle(FILE_PATH),
                     _ => self.handle(DIR_PATH),
                 };
@@ -618,7 +618,7 @@ impl Nfs {
 
 /// `rpc_record`: the bytes an NFS client sends on its TCP connection (record marks and
 /// call records, handles as placeholders), cut into records by `wire::rpc::split` under
-/// the connection's bound, and the first [`MAX_CALLS`] answered by a real NFS face
+/// the connection's bound, and the first [`MAX_CALLS`] answered by a real NFS door
 /// (NFS, MOUNT and portmapper). A reply answers its call's xid, and is at most
 /// [`MAX_REPLY`] bytes; a record that is no call ends the connection.
 pub fn rpc_record(data: &[u8]) {
@@ -633,7 +633,7 @@ pub fn rpc_record(data: &[u8]) {
             "a record of {} bytes",
             record.len()
         );
-        let Some(reply) = wire::rpc::answer(&nfs.face, record) else {
+        let Some(reply) = wire::rpc::answer(&nfs.door, record) else {
             return;
         };
         assert!(reply.len() <= MAX_REPLY, "a reply of {} bytes", reply.len());

@@ -641,7 +641,7 @@ fn stream(records: &[Vec<u8>]) -> Vec<u8> {
 /// placeholders: a mount (portmapper GETPORT, MOUNT MNT of `/`), Linux's first calls
 /// after it (NULL, FSINFO, PATHCONF, FSSTAT, GETATTR), `ls -l` (ACCESS, READDIRPLUS,
 /// LOOKUP, GETATTR), `cat` (LOOKUP, ACCESS, READ at 0 and after), macOS's READDIR pages,
-/// a LOOKUP of every name at the root of the face's tree, writes (refused), a record
+/// a LOOKUP of every name at the root of the door's tree, writes (refused), a record
 /// sent in two fragments and a stream cut inside a record.
 fn nfs_streams() -> Vec<Vec<u8>> {
     use super::{DIR_PLACEHOLDER as DIR, FILE_PLACEHOLDER as FILE, ROOT_PLACEHOLDER as ROOT_FH};

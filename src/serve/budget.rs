@@ -9,6 +9,7 @@
 //! quarter of the budget stays free ([`Budget::try_take_ahead`]): fast clients reading
 //! ahead must not leave the next response without room for its first chunk.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub struct Budget {
     units: Arc<Semaphore>,
     total: usize,
+    /// Answers waiting for the share of their first chunk ([`Budget::take_first`]).
+    first_waiting: AtomicUsize,
 }
 
 /// Bytes taken from the budget, given back when dropped.
@@ -38,6 +41,7 @@ impl Budget {
         Budget {
             units: Arc::new(Semaphore::new(total)),
             total,
+            first_waiting: AtomicUsize::new(0),
         }
     }
 
@@ -53,6 +57,19 @@ impl Budget {
             Ok(Ok(permit)) => Some(Share(permit)),
             _ => None,
         }
+    }
+
+    /// [`Budget::take`] for the first chunk of an answer (its head waits for it), counted
+    /// while it waits: what [`Budget::first_waiting`] tells.
+    pub async fn take_first(&self, bytes: usize) -> Option<Share> {
+        let _waiting = Waiting::count(&self.first_waiting);
+        self.take(bytes).await
+    }
+
+    /// Answers waiting now for the share of their first chunk: a test sees a request
+    /// held back by a spent budget without giving it time to show otherwise.
+    pub fn first_waiting(&self) -> usize {
+        self.first_waiting.load(Ordering::Relaxed)
     }
 
     /// `bytes` of the budget if they are free now.
@@ -77,6 +94,23 @@ impl Budget {
     /// Bytes of the budget free now.
     pub fn free(&self) -> usize {
         self.units.available_permits() * UNIT
+    }
+}
+
+/// One answer counted in [`Budget::first_waiting`] while it lives (a request whose
+/// connection goes while it waits is uncounted too).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn count(waiting: &'a AtomicUsize) -> Waiting<'a> {
+        waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

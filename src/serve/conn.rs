@@ -310,12 +310,14 @@ where
     } = wiring;
     let mut tasks = tokio::task::JoinSet::new();
     loop {
-        let permit: OwnedSemaphorePermit = tokio::select! {
-            p = slots.all.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stop.changed() => break,
+        counts.waiting_for_slot.fetch_add(1, Ordering::Relaxed);
+        let permit: Option<OwnedSemaphorePermit> = tokio::select! {
+            p = slots.all.clone().acquire_owned() => p.ok(),
+            _ = stop.changed() => None,
+        };
+        counts.waiting_for_slot.fetch_sub(1, Ordering::Relaxed);
+        let Some(permit) = permit else {
+            break;
         };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -354,13 +356,16 @@ where
     while tasks.join_next().await.is_some() {}
 }
 
-/// Connections of a server: open now, accepted since it started, and refused because
-/// their client held all its own.
+/// Connections of a server: open now, accepted since it started, refused because their
+/// client held all its own, and the doors waiting for a slot.
 #[derive(Debug, Default)]
 pub struct Counts {
     pub open: AtomicUsize,
     pub accepted: AtomicUsize,
     pub refused: AtomicUsize,
+    /// Doors whose accept loop waits for a free slot (every slot held): a test sees a
+    /// connection left in the listen backlog without giving it time to be accepted.
+    pub waiting_for_slot: AtomicUsize,
 }
 
 /// One open connection, counted while it lives (every door's connections).

@@ -1,4 +1,4 @@
-//! A file of the tree as the network faces serve it: held while served, identified by
+//! A file of the tree as the network doors serve it: held while served, identified by
 //! strong validators, and read as a body chunk by chunk, a few ahead of the connection
 //! at most (so a response costs a bounded few chunks of memory whatever the file's
 //! size).
@@ -28,8 +28,8 @@ pub type Body = UnsyncBoxBody<Bytes, io::Error>;
 
 /// A strong validator: an immutable file (inside a fragment) by its path and time; a file of a merged state by the state's digest; another small file by its
 /// bytes. Large files that may change and have no version get none. `shown` is the
-/// file's path in the tree (`latest/a/values.bin`): every face passes the same, so every
-/// face answers the same tag.
+/// file's path in the tree (`latest/a/values.bin`): every door passes the same, so every
+/// door answers the same tag.
 pub fn etag(tree: &dyn FileTree, shown: &str, ino: Ino, stat: &Stat) -> Result<Option<String>> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -239,7 +239,7 @@ fn read_chunk(held: &Held, at: u64, want: u64, share: Share) -> Result<Bytes> {
 
 /// Chunk buffers that responses have sent, kept for the next chunks: each read then
 /// fills memory already mapped, as the mount's reply buffer is. With the heap held to
-/// two arenas ([`crate::mount::limit_heap_arenas`]) a fresh buffer per chunk cost a cold
+/// two arenas ([`crate::daemon::limit_heap_arenas`]) a fresh buffer per chunk cost a cold
 /// 512 MiB GET about 17,600 page faults, against about 1,400 with these.
 static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// At most this many are kept (4 MiB): what the responses in flight hold beyond it is

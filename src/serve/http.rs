@@ -131,7 +131,7 @@ impl HttpDoor {
                     Ok(size) => got.sized = Some((ino, size)),
                     Err(u) => return Ok(not_sized(&asked.path, u)),
                 },
-                Needs::Budget => match self.budget.take(CHUNK as usize).await {
+                Needs::Budget => match self.budget.take_first(CHUNK as usize).await {
                     Some(share) => got.share = Some(share),
                     None => return Ok(busy("the server's memory budget is held by slow clients")),
                 },
@@ -141,7 +141,7 @@ impl HttpDoor {
     }
 
     /// Whether the request carries the token (always, when none is set).
-    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
@@ -377,7 +377,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The HTTP status of a tree error; the error is logged with the path.
-pub(super) fn error(shown: &str, e: &Error) -> Response<Body> {
+pub(crate) fn error(shown: &str, e: &Error) -> Response<Body> {
     let status = match e.errno() {
         libc::ENOENT | libc::ENOTDIR => StatusCode::NOT_FOUND,
         libc::EACCES | libc::EPERM => StatusCode::FORBIDDEN,
@@ -390,7 +390,7 @@ pub(super) fn error(shown: &str, e: &Error) -> Response<Body> {
 }
 
 /// 401 with the challenge every client (browsers, GDAL, Windows) answers.
-pub(super) fn unauthorized() -> Response<Body> {
+pub(crate) fn unauthorized() -> Response<Body> {
     let mut r = text(StatusCode::UNAUTHORIZED, "a token is required\n");
     r.headers_mut().insert(
         header::WWW_AUTHENTICATE,
@@ -400,7 +400,7 @@ pub(super) fn unauthorized() -> Response<Body> {
 }
 
 /// 503 "try again later", for what the server could not do in time.
-pub(super) fn busy(why: &str) -> Response<Body> {
+pub(crate) fn busy(why: &str) -> Response<Body> {
     let mut r = text(
         StatusCode::SERVICE_UNAVAILABLE,
         &format!("{why}: try again\n"),
@@ -411,14 +411,14 @@ pub(super) fn busy(why: &str) -> Response<Body> {
 }
 
 /// The answer when a text file could not be sized for the request.
-pub(super) fn not_sized(shown: &str, why: Unsized) -> Response<Body> {
+pub(crate) fn not_sized(shown: &str, why: Unsized) -> Response<Body> {
     match why {
         Unsized::Late => busy("this text file is still being rendered to learn its size"),
         Unsized::Failed(e) => error(shown, &e),
     }
 }
 
-pub(super) fn empty_body() -> Body {
+pub(crate) fn empty_body() -> Body {
     Full::new(Bytes::new())
         .map_err(|e| match e {})
         .boxed_unsync()
@@ -444,7 +444,7 @@ fn full(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     r
 }
 
-pub(super) fn text(status: StatusCode, message: &str) -> Response<Body> {
+pub(crate) fn text(status: StatusCode, message: &str) -> Response<Body> {
     let mut r = full(status, message.as_bytes().to_vec());
     r.headers_mut().insert(
         header::CONTENT_TYPE,

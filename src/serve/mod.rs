@@ -3,7 +3,7 @@
 //!
 //! A door is a network protocol; a face is a kind of file: never the same word. One tree
 //! object answers every door, so every path, byte and size is the mount's. Each door is
-//! a thin adapter beside `fuse.rs`: [`http`], [`webdav`] (whose GET is the HTTP door's),
+//! a thin adapter beside `fuse/`: [`http`], [`webdav`] (whose GET is the HTTP door's),
 //! [`s3api`] (with [`s3list`]) and [`nfs`]. What they share: the connections, their
 //! bounds, TLS and the rules every request meets before a door sees it ([`conn`],
 //! [`origin`], [`tls`]), a served file held, validated and streamed ([`mod@file`]), listings

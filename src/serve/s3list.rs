@@ -1,4 +1,4 @@
-//! The listings of the S3 API face (ListObjectsV2, ListObjects): the tree's files as keys
+//! The listings of the S3 API door (ListObjectsV2, ListObjects): the tree's files as keys
 //! in S3's order, one page at a time.
 //!
 //! S3 lists keys in UTF-8 byte order; the tree lists a folder in its display order

@@ -70,7 +70,7 @@ pub struct Doors {
 pub const DEFAULT_HTTP: &str = "127.0.0.1:8080";
 
 /// Checks the request, opens the tree, listens, and serves until SIGINT/SIGTERM/SIGHUP;
-/// then stops accepting and gives running requests [`crate::mount::STOP_GRACE`].
+/// then stops accepting and gives running requests [`crate::daemon::STOP_GRACE`].
 pub fn run(mut request: ServeRequest) -> Result<()> {
     let doors = &mut request.doors;
     if [doors.http, doors.webdav, doors.nfs, doors.s3]
@@ -83,7 +83,7 @@ pub fn run(mut request: ServeRequest) -> Result<()> {
         log::warn!("{warning}");
         eprintln!("fragfs: warning: {warning}");
     }
-    crate::mount::limit_heap_arenas();
+    crate::daemon::limit_heap_arenas();
     // Before any thread exists, so every thread inherits the blocked mask and only the
     // waiting thread below sees these signals.
     let signals = Signals::block().map_err(|e| Error::io(Path::new("signals"), e))?;
@@ -292,6 +292,20 @@ impl Server {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Doors that wait for a free connection slot now, every slot being held: the
+    /// next connection stays in the listen backlog (tests watch it).
+    pub fn doors_waiting_for_a_slot(&self) -> usize {
+        self.counts
+            .waiting_for_slot
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Answers whose first chunk waits for its share of the memory budget now (tests
+    /// watch it).
+    pub fn answers_waiting_for_memory(&self) -> usize {
+        self.budget.first_waiting()
+    }
+
     /// Bytes of the answers' memory budget free now.
     pub fn budget_free(&self) -> usize {
         self.budget.free()
@@ -332,7 +346,7 @@ impl Server {
     }
 
     /// Stops accepting, lets the requests running finish for at most
-    /// [`crate::mount::STOP_GRACE`], then closes every connection.
+    /// [`crate::daemon::STOP_GRACE`], then closes every connection.
     pub fn stop(mut self) {
         self.shut_down();
     }
@@ -342,7 +356,7 @@ impl Server {
             return;
         };
         let _ = self.stop.send(true);
-        let grace = crate::mount::STOP_GRACE;
+        let grace = crate::daemon::STOP_GRACE;
         let running = std::mem::take(&mut self.running);
         let finished = runtime.block_on(async {
             tokio::time::timeout(grace, async {

@@ -42,17 +42,17 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The methods this door answers with something other than a refusal.
 pub const METHODS: &str = "OPTIONS, GET, HEAD, PROPFIND";
 
-/// One served tree over WebDAV, guarded as the HTTP face is.
+/// One served tree over WebDAV, guarded as the HTTP door is.
 pub struct WebDavDoor {
     tree: Arc<dyn FileTree>,
-    /// `GET`/`HEAD` are the HTTP face's; it also holds the token.
+    /// `GET`/`HEAD` are the HTTP door's; it also holds the token.
     http: Arc<HttpDoor>,
     /// The time of a node that has none (the array's own files, `latest/`), as a mount
     /// shows it: when serving started.
     started_ms: u64,
 }
 
-/// The properties this face knows, in the order they are written.
+/// The properties this door knows, in the order they are written.
 const LIVE: [&str; 6] = [
     "displayname",
     "resourcetype",
@@ -63,7 +63,7 @@ const LIVE: [&str; 6] = [
 ];
 
 impl WebDavDoor {
-    /// The WebDAV face of the tree `http` serves, guarded by the same token (required as
+    /// The WebDAV door of the tree `http` serves, guarded by the same token (required as
     /// a basic-auth password, or a bearer token, when set).
     pub fn new(http: Arc<HttpDoor>) -> WebDavDoor {
         WebDavDoor {

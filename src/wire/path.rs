@@ -1,4 +1,4 @@
-//! Request paths of the network faces turned into paths of the tree, safely: a path is
+//! Request paths of the network doors turned into paths of the tree, safely: a path is
 //! percent-decoded once, and any segment that could leave the tree or confuse a lookup
 //! (`..`, `.`, an empty name in the middle, NUL, a `/` or `\` smuggled in as `%2F`/`%5C`)
 //! refuses the request instead of being normalised away, so that no two spellings of a

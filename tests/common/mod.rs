@@ -133,12 +133,12 @@ pub fn corpus_files(corpus: &Path) -> (JsonFiles, JsonFiles) {
     (arrays, merged)
 }
 
-/// The arrays of the shared corpus a face that only carries bytes (HTTP, the S3 API,
+/// The arrays of the shared corpus a door that only carries bytes (HTTP, the S3 API,
 /// NFS, WebDAV, an S3 bucket) reads, with their merged JSON: in each version folder,
 /// the fewest arrays that together show every feature of that folder's arrays
 /// ([`corpus_features`]: layout, orders, datatypes, var and multi-value cells,
 /// nullability, filters, encryption, several fragments, consolidation, deletes,
-/// duplicates), about half of the 525. What a face adds to the tree does not depend on
+/// duplicates), about half of the 525. What a door adds to the tree does not depend on
 /// how the tree decoded a file, only on which folders and files there are: the rest is
 /// read byte for byte through the tree (tests/conformance.rs, tests/merged.rs) and
 /// through FUSE (tests/mount.rs and the reader tests).

@@ -83,7 +83,7 @@ pub struct Attr {
     pub fileid: u64,
 }
 
-/// One connection to an NFS face, the export's root handle mounted.
+/// One connection to an NFS door, the export's root handle mounted.
 pub struct Client {
     stream: Mutex<(TcpStream, u32)>,
     pub root: Vec<u8>,

@@ -12,18 +12,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 
-use super::{NfsDoor, Sizes};
+use super::door::{NfsDoor, Sizes, RTMAX, WTMAX};
 use crate::serve::budget::{Budget, Share};
+use crate::serve::conn::Limits;
 use crate::serve::conn::Wiring;
 use crate::serve::sizing::Sizing;
-use crate::serve::Limits;
 use crate::view::Ino;
 use crate::wire::rpc::{self, answer, Records};
 use crate::wire::xdr::Reader;
 
 /// The longest call record taken: calls of a read-only server are small, and a WRITE
 /// (refused) carries at most the `wtmax` the server announces.
-pub const MAX_RECORD: usize = super::WTMAX as usize + 4096;
+pub const MAX_RECORD: usize = WTMAX as usize + 4096;
 /// Calls of one connection running at once.
 pub const IN_FLIGHT: usize = 8;
 
@@ -75,7 +75,7 @@ impl Calls {
         let share = match rpc::call_of(&record) {
             Some((call, args)) if (call.prog, call.vers, call.proc_) == (100_003, 3, 6) => {
                 // READ: its reply's bytes (the count it asks, at most RTMAX).
-                let count = read_count(args).min(super::RTMAX) as usize;
+                let count = read_count(args).min(RTMAX) as usize;
                 self.budget.take(count).await
             }
             Some((call, _)) if (call.prog, call.vers, call.proc_) == (100_003, 3, 1) => {

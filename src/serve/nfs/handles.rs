@@ -3,7 +3,7 @@
 //! NFS has no FORGET: a client keeps a handle as long as it likes (in its inode cache,
 //! an open file, a shell's working folder) and expects it to name the same file. The
 //! tree's numbers ([`crate::view::nodes`]) are never reused but may be dropped when
-//! idle. So a handle is the server's instance id and a tree number, and the face holds
+//! idle. So a handle is the server's instance id and a tree number, and the door holds
 //! ([`FileTree::remember`]) the numbers of the `limit` handles used most recently: those
 //! always resolve. An older handle still resolves while the tree keeps its number among
 //! its idle ones; once the tree dropped it, the handle answers `NFS3ERR_STALE` and the
@@ -45,7 +45,7 @@ struct Lru {
     clock: u64,
 }
 
-/// The handles one face hands out.
+/// The handles one door hands out.
 pub struct Handles {
     tree: Arc<dyn FileTree>,
     instance: u64,

@@ -15,9 +15,9 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A face over `dense_basic` whose tree keeps `idle` idle numbers and which holds
+/// A door over `dense_basic` whose tree keeps `idle` idle numbers and which holds
 /// `held` handles.
-fn face(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsDoor) {
+fn door(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsDoor) {
     let tree: Arc<dyn FileTree> = Arc::new(
         ArrayTree::open_path(&fixture("dense_basic"), Default::default(), 16 << 20)
             .unwrap()
@@ -27,7 +27,7 @@ fn face(idle: usize, held: usize) -> (Arc<dyn FileTree>, NfsDoor) {
 }
 
 /// Calls NFS procedure `proc_` with `args`; the results' bytes.
-fn nfs(face: &NfsDoor, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
+fn nfs(door: &NfsDoor, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
     let call = Call {
         xid: 1,
         prog: NFS_PROGRAM,
@@ -35,20 +35,20 @@ fn nfs(face: &NfsDoor, proc_: u32, args: &Writer) -> (Accept, Vec<u8>) {
         proc_,
     };
     let mut out = Writer::default();
-    let accept = face.call(&call, &mut Reader::new(&args.buf), &mut out);
+    let accept = door.call(&call, &mut Reader::new(&args.buf), &mut out);
     (accept, out.buf)
 }
 
-fn root_handle(face: &NfsDoor) -> Vec<u8> {
-    face.export("/").unwrap().to_vec()
+fn root_handle(door: &NfsDoor) -> Vec<u8> {
+    door.export("/").unwrap().to_vec()
 }
 
 /// LOOKUP `name` in the folder of handle `dir`: the status and the handle.
-fn lookup(face: &NfsDoor, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
+fn lookup(door: &NfsDoor, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
     let mut a = Writer::default();
     a.opaque(dir);
     a.opaque(name.as_bytes());
-    let (accept, res) = nfs(face, 3, &a);
+    let (accept, res) = nfs(door, 3, &a);
     assert_eq!(accept, Accept::Success);
     let mut r = Reader::new(&res);
     let status = r.u32().unwrap();
@@ -56,10 +56,10 @@ fn lookup(face: &NfsDoor, dir: &[u8], name: &str) -> (u32, Option<Vec<u8>>) {
     (status, fh)
 }
 
-fn lookup_path(face: &NfsDoor, path: &str) -> Vec<u8> {
-    let mut fh = root_handle(face);
+fn lookup_path(door: &NfsDoor, path: &str) -> Vec<u8> {
+    let mut fh = root_handle(door);
     for name in path.split('/') {
-        let (status, h) = lookup(face, &fh, name);
+        let (status, h) = lookup(door, &fh, name);
         assert_eq!(status, OK, "{path}: {name}");
         fh = h.unwrap();
     }
@@ -67,14 +67,14 @@ fn lookup_path(face: &NfsDoor, path: &str) -> Vec<u8> {
 }
 
 /// READ of a whole file, one RTMAX call at a time: the status and its bytes.
-fn read(face: &NfsDoor, fh: &[u8]) -> (u32, Vec<u8>) {
+fn read(door: &NfsDoor, fh: &[u8]) -> (u32, Vec<u8>) {
     let mut data = Vec::new();
     loop {
         let mut a = Writer::default();
         a.opaque(fh);
         a.u64(data.len() as u64);
         a.u32(RTMAX);
-        let (accept, res) = nfs(face, 6, &a);
+        let (accept, res) = nfs(door, 6, &a);
         assert_eq!(accept, Accept::Success);
         let mut r = Reader::new(&res);
         let status = r.u32().unwrap();
@@ -125,15 +125,15 @@ fn files(tree: &dyn FileTree) -> Vec<String> {
 
 #[test]
 fn handles_read_the_files_they_name() {
-    let (tree, face) = face(crate::view::nodes::IDLE_LIMIT, handles::HELD);
+    let (tree, door) = door(crate::view::nodes::IDLE_LIMIT, handles::HELD);
     let paths = files(&*tree);
     assert!(paths.len() > 10, "{paths:?}");
     for path in &paths {
-        let fh = lookup_path(&face, path);
+        let fh = lookup_path(&door, path);
         let want = tree
             .read_at(tree.resolve(path).unwrap(), 0, 64 << 20)
             .unwrap();
-        assert_eq!(read(&face, &fh), (OK, want), "{path}");
+        assert_eq!(read(&door, &fh), (OK, want), "{path}");
     }
 }
 
@@ -142,24 +142,24 @@ fn handles_read_the_files_they_name() {
 /// lookup of the same path reads the file again.
 #[test]
 fn a_handle_whose_number_was_dropped_is_stale_not_another_file() {
-    let (tree, face) = face(4, 2);
+    let (tree, door) = door(4, 2);
     let paths = files(&*tree);
     let handles: Vec<(String, Vec<u8>)> = paths
         .iter()
-        .map(|p| (p.clone(), lookup_path(&face, p)))
+        .map(|p| (p.clone(), lookup_path(&door, p)))
         .collect();
-    assert!(face.handles().held() <= 2, "held {}", face.handles().held());
+    assert!(door.handles().held() <= 2, "held {}", door.handles().held());
     let mut stale = 0;
     for (path, fh) in &handles {
         let want = tree
             .read_at(tree.resolve(path).unwrap(), 0, 64 << 20)
             .unwrap();
-        match read(&face, fh) {
+        match read(&door, fh) {
             (OK, got) => assert_eq!(got, want, "{path}: another file's bytes"),
             (STALE, _) => {
                 stale += 1;
-                let again = lookup_path(&face, path);
-                assert_eq!(read(&face, &again), (OK, want), "{path} looked up again");
+                let again = lookup_path(&door, path);
+                assert_eq!(read(&door, &again), (OK, want), "{path} looked up again");
             }
             (s, _) => panic!("{path}: status {s}"),
         }
@@ -170,12 +170,12 @@ fn a_handle_whose_number_was_dropped_is_stale_not_another_file() {
 
 #[test]
 fn handles_of_another_run_or_malformed_are_refused() {
-    let (_, face) = face(16, 16);
-    let (_, other) = face_pair();
+    let (_, door) = door(16, 16);
+    let (_, other) = door_pair();
     let fh = lookup_path(&other, "latest");
     let mut a = Writer::default();
     a.opaque(&fh);
-    let (_, res) = nfs(&face, 1, &a);
+    let (_, res) = nfs(&door, 1, &a);
     assert_eq!(
         Reader::new(&res).u32(),
         Ok(STALE),
@@ -184,26 +184,26 @@ fn handles_of_another_run_or_malformed_are_refused() {
     for bad in [&b""[..], &b"short"[..], &[0u8; 16][..], &[1u8; 17][..]] {
         let mut a = Writer::default();
         a.opaque(bad);
-        let (_, res) = nfs(&face, 1, &a);
+        let (_, res) = nfs(&door, 1, &a);
         let s = Reader::new(&res).u32().unwrap();
         assert!(s == BADHANDLE || s == STALE, "{bad:?}: {s}");
     }
 }
 
-fn face_pair() -> (Arc<dyn FileTree>, NfsDoor) {
-    face(16, 16)
+fn door_pair() -> (Arc<dyn FileTree>, NfsDoor) {
+    door(16, 16)
 }
 
 #[test]
 fn every_write_is_refused_as_a_read_only_file_system() {
-    let (_, face) = face(16, 16);
-    let root = root_handle(&face);
+    let (_, door) = door(16, 16);
+    let root = root_handle(&door);
     for proc_ in [2, 7, 8, 9, 10, 11, 12, 13, 14, 15, 21] {
         let mut a = Writer::default();
         a.opaque(&root);
         a.opaque(b"new");
         a.fixed(&[0; 64]);
-        let (accept, res) = nfs(&face, proc_, &a);
+        let (accept, res) = nfs(&door, proc_, &a);
         assert_eq!(accept, Accept::Success, "procedure {proc_}");
         assert_eq!(Reader::new(&res).u32(), Ok(ROFS), "procedure {proc_}");
     }
@@ -211,7 +211,7 @@ fn every_write_is_refused_as_a_read_only_file_system() {
     let mut a = Writer::default();
     a.opaque(&root);
     a.u32(0x3f);
-    let (_, res) = nfs(&face, 4, &a);
+    let (_, res) = nfs(&door, 4, &a);
     let mut r = Reader::new(&res);
     assert_eq!(r.u32(), Ok(OK));
     assert_eq!(r.bool(), Ok(true));
@@ -221,38 +221,38 @@ fn every_write_is_refused_as_a_read_only_file_system() {
 
 #[test]
 fn calls_that_do_not_decode_are_answered_not_fatal() {
-    let (_, face) = face(16, 16);
+    let (_, door) = door(16, 16);
     // Truncated arguments: GARBAGE_ARGS.
-    let (accept, _) = nfs(&face, 6, &Writer::default());
+    let (accept, _) = nfs(&door, 6, &Writer::default());
     assert_eq!(accept, Accept::GarbageArgs);
     // A procedure past the last: PROC_UNAVAIL.
-    let (accept, _) = nfs(&face, 99, &Writer::default());
+    let (accept, _) = nfs(&door, 99, &Writer::default());
     assert_eq!(accept, Accept::ProcUnavail);
     // Whole records: a record too short for a call header is no call; another
     // program or version is answered as such.
-    assert_eq!(answer(&face, &[0, 0, 0]), None);
+    assert_eq!(answer(&door, &[0, 0, 0]), None);
     let mut call = Writer::default();
     for v in [7, 0, 2, 100_003, 4, 0, 0, 0, 0, 0] {
         call.u32(v);
     }
-    let reply = answer(&face, &call.buf).unwrap();
+    let reply = answer(&door, &call.buf).unwrap();
     let mut r = Reader::new(&reply);
     let words: Vec<u32> = (0..8).map(|_| r.u32().unwrap()).collect();
     // xid, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, PROG_MISMATCH 3..3.
     assert_eq!(words, [7, 1, 0, 0, 0, 2, 3, 3]);
     call.buf[12..16].copy_from_slice(&4242u32.to_be_bytes());
-    let reply = answer(&face, &call.buf).unwrap();
+    let reply = answer(&door, &call.buf).unwrap();
     assert_eq!(&reply[20..24], &1u32.to_be_bytes(), "PROG_UNAVAIL");
 }
 
 #[test]
 fn mount_exports_folders_only() {
-    let (_, face) = face(16, 16);
-    assert!(face.export("/").is_ok());
-    assert!(face.export("/latest").is_ok());
-    assert_eq!(face.export("/nothing"), Err(NOENT));
-    assert_eq!(face.export("/../etc"), Err(ACCES));
-    assert_eq!(face.export("/array.json"), Err(NOTDIR));
+    let (_, door) = door(16, 16);
+    assert!(door.export("/").is_ok());
+    assert!(door.export("/latest").is_ok());
+    assert_eq!(door.export("/nothing"), Err(NOENT));
+    assert_eq!(door.export("/../etc"), Err(ACCES));
+    assert_eq!(door.export("/array.json"), Err(NOTDIR));
 }
 
 /// A tree that counts the listings asked of it.
@@ -324,8 +324,8 @@ fn the_pages_of_a_listing_cost_one_listing() {
         inner,
         lists: Default::default(),
     });
-    let face = NfsDoor::new(tree.clone(), 2049, 16);
-    let root = root_handle(&face);
+    let door = NfsDoor::new(tree.clone(), 2049, 16);
+    let root = root_handle(&door);
     let (mut cookie, mut verf, mut names, mut pages) = (0u64, [0u8; 8], Vec::new(), 0);
     loop {
         let mut a = Writer::default();
@@ -333,7 +333,7 @@ fn the_pages_of_a_listing_cost_one_listing() {
         a.u64(cookie);
         a.fixed(&verf);
         a.u32(200); // room for a couple of entries a page
-        let (accept, res) = nfs(&face, 16, &a);
+        let (accept, res) = nfs(&door, 16, &a);
         assert_eq!(accept, Accept::Success);
         let mut r = Reader::new(&res);
         assert_eq!(r.u32().unwrap(), OK);

@@ -1,37 +1,12 @@
-//! The NFSv3 door (RFC 1813): a read-only export of the tree that macOS, Linux and
-//! Windows mount with the NFS client they ship, on one TCP port that carries NFS, MOUNT
-//! and a minimal portmapper (so `mount -o port=N,mountport=N` needs no rpcbind).
-//!
-//! - **Handles** ([`handles`]): the server's instance id and a tree number. The numbers
-//!   of the handles used most recently are held in the tree (NFS has no FORGET); an
-//!   older handle whose number the tree dropped answers `NFS3ERR_STALE`, after which
-//!   the client looks the name up again. A handle never names the wrong file.
-//! - **Read-only**: every procedure that would change something (SETATTR, WRITE,
-//!   CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT) answers
-//!   `NFS3ERR_ROFS`; ACCESS grants reading only; modes are 0444 and 0555.
-//! - **Sizes** come from `stat`. A text file whose size is only known once rendered is
-//!   sized on GETATTR of that file, in the sizing pool ([`Sizes`]: the connection asks
-//!   it before answering the call, holding no thread); one still unsized then answers
-//!   `NFS3ERR_JUKEBOX` ("try again later"; clients retry). LOOKUP, READ and
-//!   READDIRPLUS (which must stay cheap for a folder) send no attributes for it rather
-//!   than a wrong size, so the client asks GETATTR.
-//! - **Listings** page through one [`Listing`] per folder and verifier: every entry,
-//!   numbered as a page gets to it, in time linear in the entries.
-//! - **Reads** run on the blocking pool, at most [`RTMAX`] bytes a call, the file held
-//!   ([`crate::view::held::Held`]) while read. Connections are bounded and timed out as
-//!   [`connection`] says.
-//! - **No authentication**: NFSv3's AUTH_SYS is a uid the client states, no control, so
-//!   a non-loopback address needs `--insecure-listen` (see [`crate::serve::Doors`]).
-
-#[cfg(feature = "serve")]
-pub mod connection;
-pub mod handles;
+//! The NFS door's answers: the NFS, MOUNT and portmapper programs as plain functions
+//! of the tree ([`NfsDoor`]), what the module doc of [`super`] describes. No socket
+//! here: the connections are [`super::connection`]'s.
 
 use std::sync::Arc;
 
+use super::handles::{self, Handles, Unresolved};
 use crate::wire::rpc::{Accept, Call, Programs};
 use crate::wire::xdr::{opaque_size, Garbage, Reader, Writer};
-use handles::{Handles, Unresolved};
 
 use crate::error::Error;
 use crate::view::held::Held;
@@ -77,7 +52,7 @@ const PATH_MAX: usize = 1024;
 pub struct NfsDoor {
     tree: Arc<dyn FileTree>,
     handles: Handles,
-    /// The port the face listens on, which the portmapper tells.
+    /// The port the door listens on, which the portmapper tells.
     port: u16,
     uid: u32,
     gid: u32,
@@ -205,7 +180,7 @@ impl NfsDoor {
         (stat.kind == Kind::File && !stat.exact_size && known.is_none()).then_some(ino)
     }
 
-    /// The handles this face hands out (tests look at how many are held).
+    /// The handles this door hands out (tests look at how many are held).
     pub fn handles(&self) -> &Handles {
         &self.handles
     }
