@@ -56,11 +56,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lazy",
         ],
     ),
-    // The edges: the tree and their own plumbing.
+    // The edges: the tree and their own plumbing. (`serve` names `array` and `storage`
+    // only for the options it opens its source with: OpenOptions, S3Options, CacheConfig.)
     ("fuse", &["error", "view", "daemon"]),
     (
         "serve",
-        &["error", "view", "wire", "secret", "daemon", "storage"],
+        &[
+            "error", "view", "wire", "secret", "daemon", "storage", "array",
+        ],
     ),
     (
         "mount",

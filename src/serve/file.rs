@@ -299,23 +299,6 @@ pub fn first_chunk(
     read_chunk(held, start, want, share)
 }
 
-/// The media type of a file of the tree, by its name.
-pub fn content_type(name: &str) -> &'static str {
-    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
-    match (name, ext) {
-        ("zarr.json", _) | (_, "json" | "zarray" | "zattrs" | "zgroup" | "zmetadata") => {
-            "application/json"
-        }
-        (_, "csv") => "text/csv; charset=utf-8",
-        (_, "txt" | "hdr") => "text/plain; charset=utf-8",
-        (_, "html") => "text/html; charset=utf-8",
-        (_, "tif" | "tiff") => "image/tiff",
-        (_, "nc") => "application/x-netcdf",
-        (_, "h5") => "application/x-hdf5",
-        _ => "application/octet-stream",
-    }
-}
-
 /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) of milliseconds since the epoch.
 pub fn http_date(ms: u64) -> String {
     let secs = ms / 1000;
@@ -394,12 +377,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn media_types_by_name() {
-        assert_eq!(content_type("zarr.json"), "application/json");
-        assert_eq!(content_type(".zarray"), "application/json");
-        assert_eq!(content_type("cells.csv"), "text/csv; charset=utf-8");
-        assert_eq!(content_type("values.bin"), "application/octet-stream");
-        assert_eq!(content_type("0.0"), "application/octet-stream");
-    }
 }

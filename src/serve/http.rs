@@ -18,7 +18,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::budget::{Budget, Share};
-use super::file::{body, chunks, content_type, etag, first_chunk, http_date, Body, CHUNK};
+use super::file::{body, chunks, etag, first_chunk, http_date, Body, CHUNK};
 use super::listing;
 use super::sizing::{Sizing, Unsized};
 use crate::error::Error;
@@ -338,7 +338,7 @@ impl HttpDoor {
         h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
         h.insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static(content_type(name)),
+            HeaderValue::from_static(tree.content_type(ino, name)),
         );
         if let Some(end) = end {
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));

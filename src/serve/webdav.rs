@@ -29,7 +29,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::file::{content_type, etag, http_date, Body};
+use super::file::{etag, http_date, Body};
 use super::http::{error, not_sized, text, unauthorized, HttpDoor};
 use super::listing::{self, Shown};
 use crate::error::Result;
@@ -392,7 +392,7 @@ impl WebDavDoor {
                 let path = decoded_path(href);
                 etag(tree, &path, ino, stat)?.map(|t| escape(&t))
             }
-            "getcontenttype" if file => Some(content_type(display).to_string()),
+            "getcontenttype" if file => Some(tree.content_type(ino, display).to_string()),
             _ => None,
         })
     }

@@ -10,7 +10,7 @@ use s3s::{s3_error, S3Error, S3Result};
 
 use crate::error::Error;
 use crate::serve::budget::Budget;
-use crate::serve::file::{content_type, etag};
+use crate::serve::file::etag;
 use crate::serve::listing::gone;
 use crate::serve::s3list::{self, plain_name, Folders, Item};
 use crate::serve::sizing::Sizing;
@@ -88,7 +88,7 @@ impl Bucketed {
             size: self.size_of(ino, &stat),
             etag,
             modified: self.modified(&stat),
-            content_type: content_type(name),
+            content_type: self.tree.content_type(ino, name),
         })
     }
 

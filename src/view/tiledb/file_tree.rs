@@ -276,3 +276,59 @@ impl FileTree for ArrayTree {
         Ok(Info::Array(Box::new(ArrayInfo::of(&self.array()))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::array::OpenOptions;
+    use crate::view::file_tree::FileTree;
+
+    use super::ArrayTree;
+
+    /// A face's file has the media type its face declares, whatever name it is asked
+    /// under; other files are typed by their name.
+    #[test]
+    fn media_types_come_from_the_faces() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiledb/dense_2d");
+        let tree = ArrayTree::open_path(&dir, OpenOptions::default(), 1 << 20).unwrap();
+        let fragment = tree.list(tree.resolve("fragments").unwrap()).unwrap()[0]
+            .name
+            .clone();
+        let field = tree.list(tree.resolve("latest").unwrap()).unwrap();
+        // An attribute (the fields list dimensions first).
+        let field = field.iter().rfind(|e| e.is_dir()).unwrap().name.clone();
+        for (path, kind) in [
+            ("latest/array.nc", "application/x-netcdf"),
+            ("latest/array.h5", "application/x-hdf5"),
+            ("latest/cells.csv", "text/csv; charset=utf-8"),
+            ("latest/read.json", "application/json"),
+            (
+                &format!("latest/{field}/values.bin"),
+                "application/octet-stream",
+            ),
+            (
+                &format!("latest/{field}/values.npy"),
+                "application/octet-stream",
+            ),
+            (
+                &format!("latest/{field}/values.txt"),
+                "text/plain; charset=utf-8",
+            ),
+            (
+                &format!("latest/{field}/values.hdr"),
+                "text/plain; charset=utf-8",
+            ),
+            (&format!("latest/{field}/values.tif"), "image/tiff"),
+            (
+                &format!("fragments/{fragment}/footer.json"),
+                "application/json",
+            ),
+        ] {
+            let ino = tree.resolve(path).unwrap();
+            assert_eq!(tree.content_type(ino, "misleading.bin"), kind, "{path}");
+        }
+        let ino = tree.resolve("array.json").unwrap();
+        assert_eq!(tree.content_type(ino, "array.json"), "application/json");
+    }
+}
