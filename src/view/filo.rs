@@ -386,7 +386,10 @@ impl FiloTree {
             }
             (FiloFile::Validity | FiloFile::Timezone, _) => rows,
             (FiloFile::Offsets, _) => rows.saturating_mul(8),
-            _ => self.built(c, file, 0, 0)?.1,
+            // Var-size values and text: known once built.
+            (FiloFile::Values | FiloFile::Npy, None) | (FiloFile::Text, _) => {
+                self.built(c, file, 0, 0)?.1
+            }
         })
     }
 }
@@ -533,7 +536,7 @@ impl FileTree for FiloTree {
     fn parent(&self, ino: Ino) -> Result<Ino> {
         let parent = match self.node(ino)? {
             Node::File(c, _) => Node::Column(c),
-            _ => Node::Root,
+            Node::Root | Node::Json | Node::Column(_) => Node::Root,
         };
         Ok(self.nodes.ino(&parent))
     }

@@ -33,7 +33,7 @@ enum Node {
 fn member_inside(node: &Node) -> Option<Inside<usize>> {
     match node {
         Node::Member(inside) => Some(*inside),
-        _ => None,
+        Node::Root | Node::File(_) => None,
     }
 }
 
@@ -217,7 +217,7 @@ impl FileTree for GroupTree {
                 subtree::outer_listing(dir, inside.key, &*tree, inside.inner)
             }
             // The group's own folder: its files and members, numbered as it lists.
-            _ => Ok(Listing::of_entries(dir, self.list(dir)?)),
+            Node::Root | Node::File(_) => Ok(Listing::of_entries(dir, self.list(dir)?)),
         }
     }
 
