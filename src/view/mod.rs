@@ -13,15 +13,11 @@ pub mod info;
 pub mod listing;
 pub mod locks;
 pub mod names;
-pub mod netcdf;
 pub mod nodes;
-pub mod npy;
 pub mod prefetch;
 pub mod subtree;
 pub mod text;
-pub mod tiff;
 pub mod tiledb;
-pub mod value;
 
 use std::collections::HashSet;
 use std::path::Path;

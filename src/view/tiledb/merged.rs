@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 
 use super::{ArrayTree, Node};
 use crate::array::field::FieldRole;
+use crate::encode::value;
 use crate::error::{Error, Result};
 use crate::read::merge::Merged;
-use crate::view::{names, value};
+use crate::view::names;
 
 /// A timestamp: `None` is now (`latest/`).
 pub(super) type When = Option<u64>;

@@ -7,9 +7,10 @@
 use serde_json::Value;
 
 use crate::array::field::FieldRole;
+use crate::encode::value;
 use crate::error::{Error, Result};
 use crate::format::Datatype;
-use crate::view::{names, value};
+use crate::view::names;
 
 use super::super::{ArrayTree, FieldOf, Folder};
 use super::spliced::HeaderAndValues;

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
+use crate::encode::value;
 use crate::error::{Error, Place, Result};
 use crate::format::datatype::decode_int;
 use crate::format::metadata::MetadataValue;
@@ -18,7 +19,7 @@ use crate::format::Datatype;
 use crate::read::merge::Merged;
 use crate::read::RawFile;
 use crate::view::hdf5::{self, Attr, Dataset, H5Type, Piece};
-use crate::view::{names, value};
+use crate::view::names;
 
 use super::super::{ArrayTree, Folder};
 use super::{At, Face};

@@ -10,10 +10,11 @@ use std::fmt;
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
+use crate::encode::{npy, value};
 use crate::format::datatype::decode_int;
 use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
 use crate::format::Datatype;
-use crate::view::{names, npy, value};
+use crate::view::names;
 
 /// Cells per chunk of a coordinate array (its chunking is free: 8 MiB of int64).
 const COORD_CHUNK: u64 = 1 << 20;
