@@ -7,7 +7,6 @@ pub mod cache;
 pub mod cached;
 pub mod filo;
 pub mod group;
-pub mod hdf5;
 pub mod held;
 pub mod info;
 pub mod listing;
