@@ -8,6 +8,7 @@
 //! field, call a writer, and fill the values in from the reader. Each writer is tested
 //! here alone, and against the tools that read its format in `tests/`.
 
+pub mod envi;
 pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
