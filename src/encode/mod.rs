@@ -14,3 +14,4 @@ pub mod netcdf;
 pub mod npy;
 pub mod tiff;
 pub mod value;
+pub mod zarr;

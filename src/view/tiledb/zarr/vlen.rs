@@ -12,13 +12,14 @@
 
 use std::sync::Arc;
 
-use super::meta::{Elements, ZDesc};
-use super::{zarr_dir, When};
+use super::place::zarr_dir;
+use crate::encode::zarr::{Elements, ZDesc};
 use crate::error::{Error, Place, Result};
 use crate::read::cells::Cells;
 use crate::read::merge::Merged;
 use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
 use crate::view::nodes::Ino;
+use crate::view::tiledb::merged::When;
 use crate::view::tiledb::ArrayTree;
 
 /// Cells rendered together: one cached block of a chunk, one entry of its index.
@@ -58,13 +59,13 @@ fn encode_cells(cells: &Cells, utf8: bool, place: &Place, out: &mut Vec<u8>) -> 
 
 /// A chunk of a variable-length array: its state, array and chunk coordinates, and the
 /// path the user sees (for messages).
-pub(super) struct VlenChunk<'a> {
-    pub(super) w: When,
-    pub(super) merged: &'a Merged,
-    pub(super) desc: &'a ZDesc,
-    pub(super) field: usize,
-    pub(super) chunk: &'a [u64],
-    pub(super) key: String,
+pub(in crate::view::tiledb) struct VlenChunk<'a> {
+    pub(in crate::view::tiledb) w: When,
+    pub(in crate::view::tiledb) merged: &'a Merged,
+    pub(in crate::view::tiledb) desc: &'a ZDesc,
+    pub(in crate::view::tiledb) field: usize,
+    pub(in crate::view::tiledb) chunk: &'a [u64],
+    pub(in crate::view::tiledb) key: String,
 }
 
 impl VlenChunk<'_> {
@@ -155,7 +156,7 @@ impl ArrayTree {
     }
 
     /// The chunk's size if it was rendered already (`None`: `stat` shows 0).
-    pub(super) fn vlen_known_size(&self, ino: Ino) -> Option<u64> {
+    pub(in crate::view::tiledb) fn vlen_known_size(&self, ino: Ino) -> Option<u64> {
         self.learnt_size(
             ino,
             self.generation.load(std::sync::atomic::Ordering::Acquire),
@@ -163,7 +164,11 @@ impl ArrayTree {
     }
 
     /// The chunk's exact size (rendered once, if it was not yet).
-    pub(super) fn vlen_size(&self, ino: Ino, chunk: &VlenChunk<'_>) -> Result<u64> {
+    pub(in crate::view::tiledb) fn vlen_size(
+        &self,
+        ino: Ino,
+        chunk: &VlenChunk<'_>,
+    ) -> Result<u64> {
         let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
         if let Some(size) = self.learnt_size(ino, generation) {
             return Ok(size);
@@ -178,7 +183,7 @@ impl ArrayTree {
     }
 
     /// Appends bytes `[offset, offset + len)` of the chunk to `out` (fewer at its end).
-    pub(super) fn vlen_read_into(
+    pub(in crate::view::tiledb) fn vlen_read_into(
         &self,
         ino: Ino,
         chunk: &VlenChunk<'_>,
