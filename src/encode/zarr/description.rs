@@ -191,6 +191,11 @@ pub fn describe(
             every_chunk = f.fill.len() as u64 != n * ty.size
                 || f.fill.chunks(size.max(1)).any(|v| v != &fill[..]);
         }
+        // Formats <= 5: a var cell of one NUL byte, the fill value included, is empty.
+        let nul_is_empty = ty.size == 0 && schema.empty_var_cell_is_nul();
+        if nul_is_empty && fill == [0] {
+            fill.clear();
+        }
         arrays.push(ZDesc {
             name: shown(f.name),
             array: ZArray::Values(f.index),
@@ -201,6 +206,7 @@ pub fn describe(
             fill: Some(fill),
             dimension_names: a_names,
             every_chunk,
+            nul_is_empty,
         });
         if f.nullable {
             let name = validity_name(shown, f.name);
@@ -218,6 +224,7 @@ pub fn describe(
                 fill: Some(vec![u8::from(f.fill_valid)]),
                 dimension_names: dimension_names.clone(),
                 every_chunk: false,
+                nul_is_empty: false,
             });
         }
     }
@@ -239,6 +246,7 @@ pub fn describe(
             fill: None,
             dimension_names: vec![dim.name.clone()],
             every_chunk: true,
+            nul_is_empty: false,
         });
     }
     Ok(Description { arrays, not_shown })
@@ -430,5 +438,27 @@ mod tests {
             summary_of(&taken)["not_shown"]["a__validity"],
             "the name of another field"
         );
+    }
+
+    /// Formats <= 5: a var cell of one NUL byte is the stored empty value and the fill
+    /// value; the store gives it as empty, as TileDB-Py reads it. Later formats keep it.
+    #[test]
+    fn a_nul_fill_of_formats_up_to_5_is_empty() {
+        let mut s = grid();
+        let of = |s: &ArraySchema| {
+            let d = store(s, &fields(s)).unwrap();
+            let a = d.arrays.iter().find(|a| a.name == "s").unwrap();
+            (a.fill.clone(), a.nul_is_empty)
+        };
+        assert_eq!(of(&s), (Some(vec![0]), false));
+        s.version = 5;
+        assert!(s.empty_var_cell_is_nul());
+        assert_eq!(of(&s), (Some(vec![]), true));
+        let x = store(&s, &fields(&s)).unwrap();
+        assert!(x
+            .arrays
+            .iter()
+            .filter(|a| a.name != "s")
+            .all(|a| !a.nul_is_empty));
     }
 }

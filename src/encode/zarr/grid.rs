@@ -51,6 +51,9 @@ pub struct ZDesc {
     /// Every chunk has a file, written or not: coordinate arrays, and arrays whose
     /// fill (a cell of several values that differ) no one element can say.
     pub every_chunk: bool,
+    /// A variable-length element of one NUL byte is empty: the stored empty value (and
+    /// fill value) of formats <= 5, as TileDB-Py reads it.
+    pub nul_is_empty: bool,
 }
 
 impl ZDesc {

@@ -30,10 +30,20 @@ const HEADER: u64 = 4;
 
 /// Appends the encoding of `cells` to `out`: per cell its length (u32 LE) and bytes.
 /// Strings (`utf8`) get U+FFFD in place of bytes that are not UTF-8, as Rust's and
-/// Python's lossy decoders do: a reader would fail on the whole chunk otherwise.
-fn encode_cells(cells: &Cells, utf8: bool, place: &Place, out: &mut Vec<u8>) -> Result<()> {
+/// Python's lossy decoders do: a reader would fail on the whole chunk otherwise. With
+/// `nul_is_empty` (formats <= 5), a cell of one NUL byte is empty.
+fn encode_cells(
+    cells: &Cells,
+    utf8: bool,
+    nul_is_empty: bool,
+    place: &Place,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     for k in 0..cells.len() {
-        let raw = cells.value(k);
+        let raw = match cells.value(k) {
+            [0] if nul_is_empty => &[],
+            raw => raw,
+        };
         let lossy;
         let bytes = match utf8 {
             true => {
@@ -104,7 +114,13 @@ impl VlenChunk<'_> {
         }
         let mut out = Vec::new();
         let utf8 = self.desc.ty.elements == Elements::VlenUtf8;
-        encode_cells(&cells, utf8, &self.place(), &mut out)?;
+        encode_cells(
+            &cells,
+            utf8,
+            self.desc.nul_is_empty,
+            &self.place(),
+            &mut out,
+        )?;
         Ok(out)
     }
 }
@@ -244,7 +260,7 @@ mod tests {
         let cells = Cells::var(0, b"ab\xffz".to_vec(), vec![0, 2, 2, 4], None);
         let place = Place::file("t");
         let mut bytes = Vec::new();
-        encode_cells(&cells, false, &place, &mut bytes).unwrap();
+        encode_cells(&cells, false, false, &place, &mut bytes).unwrap();
         assert_eq!(
             bytes,
             [
@@ -258,7 +274,7 @@ mod tests {
         );
         // Strings: what is not UTF-8 becomes U+FFFD (3 bytes).
         let mut text = Vec::new();
-        encode_cells(&cells, true, &place, &mut text).unwrap();
+        encode_cells(&cells, true, false, &place, &mut text).unwrap();
         assert_eq!(
             text,
             [
@@ -269,6 +285,22 @@ mod tests {
                 "\u{fffd}z".as_bytes()
             ]
             .concat()
+        );
+    }
+
+    /// Formats <= 5 store an empty cell as one NUL byte: with `nul_is_empty` it is empty.
+    #[test]
+    fn a_nul_cell_is_empty_where_the_format_stores_empty_so() {
+        let cells = Cells::var(0, b"\0ab".to_vec(), vec![0, 1], None);
+        let place = Place::file("t");
+        let mut old = Vec::new();
+        encode_cells(&cells, true, true, &place, &mut old).unwrap();
+        assert_eq!(old, [&[0, 0, 0, 0][..], &[2, 0, 0, 0], b"ab"].concat());
+        let mut new = Vec::new();
+        encode_cells(&cells, true, false, &place, &mut new).unwrap();
+        assert_eq!(
+            new,
+            [&[1, 0, 0, 0][..], b"\0", &[2, 0, 0, 0], b"ab"].concat()
         );
     }
 }
