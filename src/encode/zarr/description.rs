@@ -86,7 +86,7 @@ pub fn has_store(schema: &ArraySchema) -> Result<(), String> {
 }
 
 /// What `array.json` says of `zarr/`: the arrays shown, and those not shown with why
-/// (the rules of [`store`], over the schema's own fields).
+/// (the rules of [`describe`], over the schema's own fields).
 pub fn summary(schema: &ArraySchema, shown: Shown) -> Value {
     match describe(schema, &schema_fields(schema), shown) {
         Err(why) => json!({ "shown": false, "why": why }),

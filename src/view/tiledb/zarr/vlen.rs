@@ -291,7 +291,7 @@ mod tests {
     /// Formats <= 5 store an empty cell as one NUL byte: with `nul_is_empty` it is empty.
     #[test]
     fn a_nul_cell_is_empty_where_the_format_stores_empty_so() {
-        let cells = Cells::var(0, b"\0ab".to_vec(), vec![0, 1], None);
+        let cells = Cells::var(0, b"\0ab".to_vec(), vec![0, 1, 3], None);
         let place = Place::file("t");
         let mut old = Vec::new();
         encode_cells(&cells, true, true, &place, &mut old).unwrap();
