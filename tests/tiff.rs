@@ -400,11 +400,11 @@ fn array_json_and_read_json_say_what_is_left_out() {
 }
 
 /// The BigTIFF layout (used above 4 GiB, forced here on a small raster) read by tifffile,
-/// tiffinfo and GDAL: the header from `fragfs::view::tiff`, then the values, as the face
+/// tiffinfo and GDAL: the header from `fragfs::encode::tiff`, then the values, as the face
 /// serves them. 3 bands of 1000 x 300 UINT16 in 3 strips a band (436, 436, 128 rows).
 #[test]
 fn bigtiff_layout_reads_in_tifffile_tiffinfo_and_gdal() {
-    use fragfs::view::tiff::{Image, Layout, Sample};
+    use fragfs::encode::tiff::{Image, Layout, Sample};
     let Some(python) = readers() else { return };
     let image = Image {
         bands: 3,

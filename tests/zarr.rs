@@ -614,3 +614,51 @@ fn array_json_shows_strings_and_cells_of_several_values() {
     assert_eq!(zarray("zarr/raw/.zarray")["fill_value"], "gA==");
     assert_eq!(zarray("zarr/code/.zarray")["dtype"], "|S4");
 }
+
+/// Formats 4 and 5 store an empty var cell as one NUL byte, and it is their fill value:
+/// `zarr/` gives it as `""`, what TileDB-Py's `A[:]` reads, in the chunks and as
+/// `fill_value`, both versions (tests/fixtures/zarr_unwritten_var/: x 1..20 in tiles of
+/// 4, cells 6..9 and 18..20 written).
+#[test]
+fn unwritten_var_cells_of_formats_4_and_5_read_as_empty() {
+    use fragfs::view::{ArrayTree, FileTree};
+    let dir = repo().join("tests/fixtures/zarr_unwritten_var");
+    for array in ["v4_dense_1d", "v5_dense_1d"] {
+        let t = ArrayTree::open_path(&dir.join(array), Default::default(), 16 << 20).unwrap();
+        let read = |path: &str| {
+            let ino = t
+                .resolve(path)
+                .unwrap_or_else(|e| panic!("{array}/{path}: {e}"));
+            t.read_at(ino, 0, u64::MAX).unwrap()
+        };
+        let json = |path: &str| serde_json::from_slice::<Value>(&read(path)).unwrap();
+        assert_eq!(json("zarr/s/.zarray")["fill_value"], "", "{array}");
+        assert_eq!(json("zarr/s/zarr.json")["fill_value"], "", "{array}");
+        let s = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        for key in ["zarr/s/1", "zarr/s/c/1"] {
+            // x 5..8: x 5 unwritten.
+            let want = s(&["", "delta-delta0", "q", "alpha"]);
+            assert_eq!(vlen_elements(&read(key)), want, "{array}/{key}");
+        }
+        for key in ["zarr/s/2", "zarr/s/c/2"] {
+            // x 9..12: x 10..12 unwritten, inside the non-empty domain.
+            let want = s(&["hello world", "", "", ""]);
+            assert_eq!(vlen_elements(&read(key)), want, "{array}/{key}");
+        }
+    }
+}
+
+/// The same through a mount, by zarr-python against TileDB's reads and TileDB-Py's `A[:]`
+/// compared exactly (tests/check_zarr.py: no NUL convention to undo in these formats).
+#[test]
+fn unwritten_var_cells_of_formats_4_and_5_open_in_zarr_python_as_tiledb_py_reads_them() {
+    if !fuse_available("zarr-python through the mount") {
+        return;
+    }
+    let Some(python) = python_with("zarr") else {
+        return;
+    };
+    let merged = merged_files(&repo().join("tests/fixtures/zarr_unwritten_var"));
+    let (ok, not_shown) = check(&python, &[], &merged, true);
+    assert_eq!((ok, not_shown), (2, 0));
+}

@@ -7,3 +7,11 @@
 //! value goes. It knows no view, no fragment, no store: the faces of `view/` describe a
 //! field, call a writer, and fill the values in from the reader. Each writer is tested
 //! here alone, and against the tools that read its format in `tests/`.
+
+pub mod envi;
+pub mod hdf5;
+pub mod netcdf;
+pub mod npy;
+pub mod tiff;
+pub mod value;
+pub mod zarr;

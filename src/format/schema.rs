@@ -156,6 +156,14 @@ fn datatype(r: &mut Reader, field: &'static str) -> Result<Datatype> {
 }
 
 impl ArraySchema {
+    /// Whether a var-size cell of one NUL byte is this format's stored empty value:
+    /// libtiledb before 2.1 (formats <= 5) wrote an empty var cell so, and these schemas
+    /// store no fill value, the default of a var-size string being that byte too.
+    /// TileDB-Py reads such a cell as empty.
+    pub fn empty_var_cell_is_nul(&self) -> bool {
+        self.version <= 5
+    }
+
     /// Parses an unfiltered schema payload.
     pub fn parse(bytes: &[u8]) -> Result<ArraySchema> {
         let mut r = Reader::new(bytes);

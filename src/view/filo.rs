@@ -22,8 +22,9 @@ use serde_json::{json, Value};
 use super::cache::slice;
 use super::info::{FiloColumnInfo, FiloInfo, Info};
 use super::nodes::{Ino, NodeTable};
-use super::{names, npy, text, Entry, FileTree, Kind, Lifetime, Stat};
+use super::{names, text, Entry, FileTree, Kind, Lifetime, Stat};
 use crate::cache::{Cache, Weigh};
+use crate::encode::npy;
 use crate::error::{Error, Place, Result};
 use crate::filo::{
     fixed_layout_with, parse_manifest, ColumnType, DecodedColumn, FormatVersion, Manifest,

@@ -44,7 +44,7 @@ pub fn metadata_lines(
             (
                 String::from_utf8_lossy(k).into_owned(),
                 v.datatype.name(),
-                super::value::metadata(v).to_string(),
+                crate::encode::value::metadata(v).to_string(),
             )
         })
         .collect()

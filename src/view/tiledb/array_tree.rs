@@ -18,7 +18,7 @@ use crate::view::subtree::Subtrees;
 
 use super::node::{Folder, Node, When};
 use super::states::{self, StateFacts};
-use super::zarr;
+use super::zarr::ZarrStores;
 
 /// How old the list of fragments may get before a listing of `fragments/` reads the
 /// array folder again: new fragments show up, vacuumed ones go, within this time.
@@ -68,7 +68,7 @@ pub struct ArrayTree {
     pub(super) labels: Subtrees<usize>,
     /// The merged states opened, with the rescan generation they were merged at.
     pub(super) states: MergedStates,
-    pub(super) zarr_stores: zarr::ZarrStores,
+    pub(super) zarr_stores: ZarrStores,
 }
 
 impl ArrayTree {
@@ -97,7 +97,7 @@ impl ArrayTree {
             learnt_sizes_kept: Default::default(),
             labels: Subtrees::default(),
             states: MergedStates::default(),
-            zarr_stores: zarr::ZarrStores::new(),
+            zarr_stores: ZarrStores::new(),
         }
     }
 

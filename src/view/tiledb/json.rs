@@ -15,7 +15,8 @@ use crate::format::{Filter, FilterPipeline};
 use crate::read::tile::{FileRole, TileFile};
 use crate::read::ReadEngine;
 
-use crate::view::{names, value};
+use crate::encode::value;
+use crate::view::names;
 
 pub fn to_bytes(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();

@@ -13,9 +13,10 @@ use super::faces;
 use super::node::{Folder, Node, When};
 use super::states::StateFacts;
 use crate::array::field::FieldRole;
+use crate::encode::value;
 use crate::error::{Error, Result};
 use crate::read::merge::Merged;
-use crate::view::{names, value};
+use crate::view::names;
 
 impl ArrayTree {
     /// The array at `w`, merged once for as long as what it is made of stays the same

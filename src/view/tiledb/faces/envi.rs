@@ -1,15 +1,14 @@
 //! `values.hdr`: an ENVI header beside the `values.bin` of a dense 2-D (3-D: the first
 //! dimension as bands) single-value numeric attribute, so GDAL and other raster tools
-//! open `values.bin` as a raster. In merged states `values.bin` is always the box of the
+//! open `values.bin` as a raster (the header text is
+//! [`crate::encode::envi`]'s). In merged states `values.bin` is always the box of the
 //! non-empty domain in row-major order; in a fragment only where its tiles are laid out
 //! that way (see [`DenseGrid::row_major_box`](crate::array::dense_grid::DenseGrid)).
 
-use serde_json::Value;
-
 use crate::array::field::FieldRole;
+use crate::encode::envi;
 use crate::error::{Error, Result};
-use crate::format::Datatype;
-use crate::view::{names, value};
+use crate::view::names;
 
 use super::super::array_tree::ArrayTree;
 use super::super::node::{FieldOf, Folder};
@@ -26,34 +25,18 @@ pub(super) static ENVI_HDR: HeaderAndValues = HeaderAndValues {
 
 fn is_raster(tree: &ArrayTree, of: FieldOf) -> Result<bool> {
     let f = tree.field_facts(of)?;
-    if f.role != FieldRole::Attribute || f.cell_val_num != 1 || envi_type(f.datatype).is_none() {
+    if f.role != FieldRole::Attribute
+        || f.cell_val_num != 1
+        || envi::envi_type(f.datatype).is_none()
+    {
         return Ok(false);
     }
     Ok(tree.raster(of)?.is_some())
 }
 
-/// The ENVI data type code of a datatype GDAL 3.6's ENVI driver reads (no INT8 there:
-/// it has no signed byte).
-fn envi_type(t: Datatype) -> Option<u8> {
-    use Datatype::*;
-    Some(match t {
-        UInt8 => 1,
-        Int16 => 2,
-        Int32 => 3,
-        Float32 => 4,
-        Float64 => 5,
-        UInt16 => 12,
-        UInt32 => 13,
-        Int64 => 14,
-        UInt64 => 15,
-        _ => return None,
-    })
-}
-
 fn header(at: &At<'_, FieldOf>) -> Result<Vec<u8>> {
     let not_here = || Error::NotFound("values.hdr".into());
     let f = at.facts()?;
-    let code = envi_type(f.datatype).ok_or_else(not_here)?;
     let raster = at.raster()?.ok_or_else(not_here)?;
     let (shape, low) = (&raster.shape, &raster.low);
     let n = shape.len();
@@ -68,33 +51,20 @@ fn header(at: &At<'_, FieldOf>) -> Result<Vec<u8>> {
     } else {
         vec![names::encode(&f.name)]
     };
-    let fill = match value::element(&f.fill, f.datatype) {
-        Value::String(s) => s.to_lowercase(),
-        other => other.to_string(),
-    };
     let source = match at.place.folder {
         Folder::State(w) => w.map_or("latest".to_string(), |t| t.to_string()),
         Folder::Fragment(id) => format!("fragment {}", at.tree.fragment(id)?.name),
     };
-    Ok(format!(
-        "ENVI\n\
-         description = {{fragfs: {} at {}}}\n\
-         samples = {samples}\n\
-         lines = {lines}\n\
-         bands = {bands}\n\
-         header offset = 0\n\
-         file type = ENVI Standard\n\
-         data type = {code}\n\
-         interleave = bsq\n\
-         byte order = 0\n\
-         data ignore value = {fill}\n\
-         band names = {{{}}}\n\
-         map info = {{Arbitrary, 1, 1, {}, {}, 1, 1, 0}}\n",
-        names::encode(&f.name),
-        source,
-        band_names.join(", "),
-        low[n - 1],
-        low[n - 2],
-    )
-    .into_bytes())
+    let text = envi::header(&envi::Raster {
+        bands,
+        lines,
+        samples,
+        datatype: f.datatype,
+        ignore: &f.fill,
+        description: format!("fragfs: {} at {source}", names::encode(&f.name)),
+        band_names,
+        origin: (low[n - 1], low[n - 2]),
+    })
+    .ok_or_else(not_here)?;
+    Ok(text.into_bytes())
 }

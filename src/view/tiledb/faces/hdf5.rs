@@ -1,5 +1,5 @@
 //! `array.h5` in every state folder (`latest/`, `at/<T>/`): the state as an HDF5 file
-//! (layout in `view/hdf5.rs`, design in `docs/hdf5.md`). One contiguous little-endian
+//! (layout in `encode/hdf5/`, design in `docs/hdf5.md`). One contiguous little-endian
 //! dataset per fixed-size attribute (its data region is `values.bin` as it is), per
 //! nullable attribute's validity and per dimension's coordinates; the dimensions are
 //! dimension scales. The metadata (superblock and the object headers after the data) is
@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
+use crate::encode::hdf5::{self, Attr, Dataset, H5Type, Piece};
+use crate::encode::value;
 use crate::error::{Error, Place, Result};
 use crate::format::datatype::decode_int;
 use crate::format::metadata::MetadataValue;
@@ -17,8 +19,7 @@ use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
 use crate::format::Datatype;
 use crate::read::merge::Merged;
 use crate::read::RawFile;
-use crate::view::hdf5::{self, Attr, Dataset, H5Type, Piece};
-use crate::view::{names, value};
+use crate::view::names;
 
 use super::super::array_tree::ArrayTree;
 use super::super::node::{Folder, When};

@@ -3,11 +3,13 @@
 //! header is computed from the schema and the state (and kept in the view cache), the
 //! data regions are the fields' `values.bin` (and `validity.bin`) of the state, byte
 //! swapped to big-endian per read, and the dense coordinates computed. The layout
-//! rules live in [`crate::view::netcdf`]; what maps to what in `docs/netcdf.md`.
+//! rules live in [`crate::encode::netcdf`]; what maps to what in `docs/netcdf.md`.
 
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
+use crate::encode::netcdf::{self as nc, Attr, Dim, NcFile, NcType, Piece, Var, Version};
+use crate::encode::value;
 use crate::error::{Error, Place, Result};
 use crate::format::datatype::decode_int;
 use crate::format::metadata::MetadataValue;
@@ -15,8 +17,6 @@ use crate::format::schema::{ArraySchema, VAR_NUM};
 use crate::format::Datatype;
 use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
-use crate::view::netcdf::{self as nc, Attr, Dim, NcFile, NcType, Piece, Var, Version};
-use crate::view::value;
 
 use super::super::array_tree::ArrayTree;
 use super::super::node::{FieldOf, Folder, When};

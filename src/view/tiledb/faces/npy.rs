@@ -1,8 +1,8 @@
 //! `values.npy`: `values.bin` of a fixed-size field behind a NumPy header, so
 //! `np.load(path, mmap_mode='r')` maps it; a dense state's is shaped like its box.
 
+use crate::encode::npy;
 use crate::error::Result;
-use crate::view::npy;
 
 use super::super::array_tree::ArrayTree;
 use super::super::node::FieldOf;

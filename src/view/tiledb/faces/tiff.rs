@@ -1,7 +1,7 @@
 //! `values.tif`: a TIFF (BigTIFF above 4 GiB) beside the `values.bin` of a dense 2-D
 //! (3-D: the first dimension as bands, planar) single-value numeric attribute, the same
 //! rasters as `values.hdr` (see `envi.rs`). The header is computed from metadata by
-//! [`crate::view::tiff`]; the image data that follows it is `values.bin` as it is, read
+//! [`crate::encode::tiff`]; the image data that follows it is `values.bin` as it is, read
 //! from the field (merged reads in a state, the fragment's tiles in a fragment), so only
 //! the tiles under a read are decoded. The layout is cheap to compute (the strip arrays
 //! are made only where a read asks for them), so it is computed again per read.
@@ -9,12 +9,13 @@
 use serde_json::{json, Map, Value};
 
 use crate::array::field::FieldRole;
+use crate::encode::tiff::{nodata_text_float, Image, Layout, Sample};
+use crate::encode::value;
 use crate::error::{Error, Result};
 use crate::format::schema::{ArraySchema, ArrayType, VAR_NUM};
 use crate::format::Datatype;
 use crate::read::RawFile;
-use crate::view::tiff::{nodata_text_float, Image, Layout, Sample};
-use crate::view::{names, value};
+use crate::view::names;
 
 use super::super::array_tree::ArrayTree;
 use super::super::node::{FieldOf, Folder, When};

@@ -8,14 +8,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::meta::ZStore;
+use crate::encode::zarr::Description;
 
 /// How many states keep a store: as many as keep a merged state.
 const STATES: usize = 64;
 
 /// A state's store, or why it has none (a sparse array, a domain Zarr cannot grid): the
 /// reason follows from the schema as surely as the store, so it is kept the same way.
-pub(super) type Built = Result<Arc<ZStore>, String>;
+pub(in crate::view::tiledb) type Built = Result<Arc<Description>, String>;
 
 /// A state: its timestamp (`None`, now).
 type State = Option<u64>;
@@ -47,11 +47,11 @@ impl ZarrStores {
     /// The store of the state at `w` in rescan generation `generation`, built by `build`
     /// unless it was already. The build runs under the lock: it is pure and quick (the
     /// merged state it describes is opened before), and two threads must not both build.
-    pub(super) fn get_or_build(
+    pub(in crate::view::tiledb) fn get_or_build(
         &self,
         w: Option<u64>,
         generation: u64,
-        build: impl FnOnce() -> Result<ZStore, String>,
+        build: impl FnOnce() -> Result<Description, String>,
     ) -> Built {
         let mut inner = self.lock();
         inner.clock += 1;
@@ -84,7 +84,7 @@ impl ZarrStores {
 
     /// How many stores were built so far.
     #[cfg(test)]
-    pub(super) fn builds(&self) -> usize {
+    pub(in crate::view::tiledb) fn builds(&self) -> usize {
         self.lock().builds
     }
 
@@ -97,8 +97,8 @@ impl ZarrStores {
 mod tests {
     use super::*;
 
-    fn empty() -> Result<ZStore, String> {
-        Ok(ZStore {
+    fn empty() -> Result<Description, String> {
+        Ok(Description {
             arrays: Vec::new(),
             not_shown: Vec::new(),
         })

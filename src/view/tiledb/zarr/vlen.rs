@@ -12,14 +12,15 @@
 
 use std::sync::Arc;
 
-use super::meta::{Elements, ZDesc};
-use super::{zarr_dir, When};
+use super::place::zarr_dir;
+use crate::encode::zarr::{Elements, ZDesc};
 use crate::error::{Error, Place, Result};
 use crate::read::cells::Cells;
 use crate::read::merge::Merged;
 use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
 use crate::view::nodes::Ino;
-use crate::view::tiledb::ArrayTree;
+use crate::view::tiledb::array_tree::ArrayTree;
+use crate::view::tiledb::node::When;
 
 /// Cells rendered together: one cached block of a chunk, one entry of its index.
 const BLOCK_CELLS: u64 = 4096;
@@ -29,10 +30,20 @@ const HEADER: u64 = 4;
 
 /// Appends the encoding of `cells` to `out`: per cell its length (u32 LE) and bytes.
 /// Strings (`utf8`) get U+FFFD in place of bytes that are not UTF-8, as Rust's and
-/// Python's lossy decoders do: a reader would fail on the whole chunk otherwise.
-fn encode_cells(cells: &Cells, utf8: bool, place: &Place, out: &mut Vec<u8>) -> Result<()> {
+/// Python's lossy decoders do: a reader would fail on the whole chunk otherwise. With
+/// `nul_is_empty` (formats <= 5), a cell of one NUL byte is empty.
+fn encode_cells(
+    cells: &Cells,
+    utf8: bool,
+    nul_is_empty: bool,
+    place: &Place,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     for k in 0..cells.len() {
-        let raw = cells.value(k);
+        let raw = match cells.value(k) {
+            [0] if nul_is_empty => &[],
+            raw => raw,
+        };
         let lossy;
         let bytes = match utf8 {
             true => {
@@ -58,13 +69,13 @@ fn encode_cells(cells: &Cells, utf8: bool, place: &Place, out: &mut Vec<u8>) -> 
 
 /// A chunk of a variable-length array: its state, array and chunk coordinates, and the
 /// path the user sees (for messages).
-pub(super) struct VlenChunk<'a> {
-    pub(super) w: When,
-    pub(super) merged: &'a Merged,
-    pub(super) desc: &'a ZDesc,
-    pub(super) field: usize,
-    pub(super) chunk: &'a [u64],
-    pub(super) key: String,
+pub(in crate::view::tiledb) struct VlenChunk<'a> {
+    pub(in crate::view::tiledb) w: When,
+    pub(in crate::view::tiledb) merged: &'a Merged,
+    pub(in crate::view::tiledb) desc: &'a ZDesc,
+    pub(in crate::view::tiledb) field: usize,
+    pub(in crate::view::tiledb) chunk: &'a [u64],
+    pub(in crate::view::tiledb) key: String,
 }
 
 impl VlenChunk<'_> {
@@ -103,7 +114,13 @@ impl VlenChunk<'_> {
         }
         let mut out = Vec::new();
         let utf8 = self.desc.ty.elements == Elements::VlenUtf8;
-        encode_cells(&cells, utf8, &self.place(), &mut out)?;
+        encode_cells(
+            &cells,
+            utf8,
+            self.desc.nul_is_empty,
+            &self.place(),
+            &mut out,
+        )?;
         Ok(out)
     }
 }
@@ -155,7 +172,7 @@ impl ArrayTree {
     }
 
     /// The chunk's size if it was rendered already (`None`: `stat` shows 0).
-    pub(super) fn vlen_known_size(&self, ino: Ino) -> Option<u64> {
+    pub(in crate::view::tiledb) fn vlen_known_size(&self, ino: Ino) -> Option<u64> {
         self.learnt_size(
             ino,
             self.generation.load(std::sync::atomic::Ordering::Acquire),
@@ -163,7 +180,11 @@ impl ArrayTree {
     }
 
     /// The chunk's exact size (rendered once, if it was not yet).
-    pub(super) fn vlen_size(&self, ino: Ino, chunk: &VlenChunk<'_>) -> Result<u64> {
+    pub(in crate::view::tiledb) fn vlen_size(
+        &self,
+        ino: Ino,
+        chunk: &VlenChunk<'_>,
+    ) -> Result<u64> {
         let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
         if let Some(size) = self.learnt_size(ino, generation) {
             return Ok(size);
@@ -178,7 +199,7 @@ impl ArrayTree {
     }
 
     /// Appends bytes `[offset, offset + len)` of the chunk to `out` (fewer at its end).
-    pub(super) fn vlen_read_into(
+    pub(in crate::view::tiledb) fn vlen_read_into(
         &self,
         ino: Ino,
         chunk: &VlenChunk<'_>,
@@ -239,7 +260,7 @@ mod tests {
         let cells = Cells::var(0, b"ab\xffz".to_vec(), vec![0, 2, 2, 4], None);
         let place = Place::file("t");
         let mut bytes = Vec::new();
-        encode_cells(&cells, false, &place, &mut bytes).unwrap();
+        encode_cells(&cells, false, false, &place, &mut bytes).unwrap();
         assert_eq!(
             bytes,
             [
@@ -253,7 +274,7 @@ mod tests {
         );
         // Strings: what is not UTF-8 becomes U+FFFD (3 bytes).
         let mut text = Vec::new();
-        encode_cells(&cells, true, &place, &mut text).unwrap();
+        encode_cells(&cells, true, false, &place, &mut text).unwrap();
         assert_eq!(
             text,
             [
@@ -264,6 +285,22 @@ mod tests {
                 "\u{fffd}z".as_bytes()
             ]
             .concat()
+        );
+    }
+
+    /// Formats <= 5 store an empty cell as one NUL byte: with `nul_is_empty` it is empty.
+    #[test]
+    fn a_nul_cell_is_empty_where_the_format_stores_empty_so() {
+        let cells = Cells::var(0, b"\0ab".to_vec(), vec![0, 1, 3], None);
+        let place = Place::file("t");
+        let mut old = Vec::new();
+        encode_cells(&cells, true, true, &place, &mut old).unwrap();
+        assert_eq!(old, [&[0, 0, 0, 0][..], &[2, 0, 0, 0], b"ab"].concat());
+        let mut new = Vec::new();
+        encode_cells(&cells, true, false, &place, &mut new).unwrap();
+        assert_eq!(
+            new,
+            [&[1, 0, 0, 0][..], b"\0", &[2, 0, 0, 0], b"ab"].concat()
         );
     }
 }

@@ -13,7 +13,6 @@
 //! the first variable's data (no alignment gap: readers take `begin` as written).
 
 use crate::error::{Error, Place, Result};
-use crate::read::endian::swap_in_place;
 
 /// The two versions written: CDF-2 (64-bit offsets; what most readers take), and
 /// CDF-5 (64-bit counts and the unsigned and 64-bit integer types; netCDF-C 4.4+,
@@ -118,7 +117,10 @@ impl Attr {
     /// Values given little-endian (TileDB's byte order), of `ty`'s width: swapped.
     pub fn from_le(name: &str, ty: NcType, le: &[u8]) -> Attr {
         let mut values = le.to_vec();
-        swap_in_place(&mut values, ty.size());
+        // Big-endian: each value's bytes reversed (attributes are a few values, so
+        // the plain loop; the reader swaps the data in bulk).
+        let width = (ty.size() as usize).max(1);
+        values.chunks_exact_mut(width).for_each(<[u8]>::reverse);
         Attr {
             name: name.to_string(),
             ty,
