@@ -133,7 +133,10 @@ impl ArrayTree {
                     })
                     .collect()
             }
-            other => return Err(Error::NotDirectory(self.zarr_path(w, other))),
+            file @ (ZNode::GroupMeta(_)
+            | ZNode::ArrayMeta(..)
+            | ZNode::Chunk(..)
+            | ZNode::KeyChunk(..)) => return Err(Error::NotDirectory(self.zarr_path(w, file))),
         })
     }
 
@@ -174,7 +177,13 @@ impl ArrayTree {
                     false => ZNode::KeyDir(*a, c),
                 }))
             }
-            _ => self
+            // The group, an array's metadata and `c`'s first level: by their listing.
+            ZNode::Root
+            | ZNode::Array(_)
+            | ZNode::GroupMeta(_)
+            | ZNode::ArrayMeta(..)
+            | ZNode::Chunk(..)
+            | ZNode::KeyChunk(..) => self
                 .zarr_list(w, parent)?
                 .into_iter()
                 .find(|(n, _)| n == name)
@@ -254,8 +263,8 @@ impl ArrayTree {
                     None => self.vlen_size(ino, &self.vlen_chunk(w, &merged, d, c, node)?),
                 }
             }
-            n if n.is_dir() => Ok(0),
-            _ => Ok(self.zarr_meta(w, node)?.len() as u64),
+            ZNode::Root | ZNode::Array(_) | ZNode::KeyDir(..) => Ok(0),
+            ZNode::GroupMeta(_) | ZNode::ArrayMeta(..) => Ok(self.zarr_meta(w, node)?.len() as u64),
         }
     }
 
@@ -282,7 +291,13 @@ impl ArrayTree {
             chunk: c,
             key: match node {
                 ZNode::KeyChunk(..) => key_v3(c),
-                _ => key_v2(c),
+                // A v2 chunk (other nodes have no key, and no chunk to name).
+                ZNode::Chunk(..)
+                | ZNode::Root
+                | ZNode::GroupMeta(_)
+                | ZNode::Array(_)
+                | ZNode::ArrayMeta(..)
+                | ZNode::KeyDir(..) => key_v2(c),
             },
         })
     }
@@ -299,8 +314,10 @@ impl ArrayTree {
     ) -> Result<()> {
         let (a, c) = match node {
             ZNode::Chunk(a, c) | ZNode::KeyChunk(a, c) => (*a, c),
-            n if n.is_dir() => return Err(Error::IsDirectory(self.zarr_path(w, n))),
-            _ => {
+            ZNode::Root | ZNode::Array(_) | ZNode::KeyDir(..) => {
+                return Err(Error::IsDirectory(self.zarr_path(w, node)))
+            }
+            ZNode::GroupMeta(_) | ZNode::ArrayMeta(..) => {
                 slice_into(&self.zarr_meta(w, node)?, offset, len, out);
                 return Ok(());
             }
