@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::{Error, Place, Result};
 
-use super::CacheKey;
+use super::chunk_cache::CacheKey;
 
 /// What the spill of a tree (or of the trees of a group) keeps: decoded chunks of the
 /// read engine, and the views' rendered files.
