@@ -10,6 +10,9 @@
 //! soon. A request to an object store costs milliseconds, so callers read what they
 //! need in few, large requests: several ranges of one object in one call, and a tile's
 //! chunk headers in one read of the tile's start ([`Store::walk_window`]).
+//!
+//! Beside the stores: [`Scratch`], the unlinked temporary files the readers keep large
+//! results in, and the persistent decoded cache ([`diskcache`]).
 
 pub mod diskcache;
 mod key;
@@ -17,6 +20,7 @@ pub mod local;
 pub mod memory;
 mod pins;
 pub mod s3;
+mod scratch;
 mod store;
 
 pub use key::join;
@@ -25,4 +29,5 @@ pub use local::LocalStore;
 pub use memory::MemoryStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
+pub use scratch::Scratch;
 pub use store::{Listed, Named, Pin, RangeRead, Store};
