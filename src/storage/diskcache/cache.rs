@@ -10,7 +10,10 @@ use std::time::Duration;
 use super::entry::Entry;
 use super::evict;
 use super::evictions::Evictions;
-use super::folder::*;
+use super::folder::{
+    free_space, free_space_floor, io, make_folder, ArraySummary, Folder, OpenEntries,
+    DEFAULT_FRACTION, DEFAULT_MAX, LAYOUT,
+};
 use super::key::CacheKey;
 use super::lock::FolderLock;
 use super::private;
@@ -176,6 +179,7 @@ mod tests {
     use super::super::*;
     use super::*;
     use crate::error::Place;
+    use crate::storage::diskcache::folder::{folder_name, OBJECTS};
     use std::fs::File;
     use std::sync::atomic::AtomicU64;
     use std::sync::atomic::Ordering;
