@@ -201,6 +201,20 @@ fn strides(sizes: impl Iterator<Item = u64>, order: Layout) -> Vec<u64> {
     strides
 }
 
+/// Tile count and cells per tile of a dense fragment: every space tile that intersects the
+/// non-empty domain, anchored at the domain's low value (`07` §4).
+pub(crate) fn dense_tiling(
+    schema: &ArraySchema,
+    footer: &Footer,
+) -> std::result::Result<(u64, u64, u64), String> {
+    let grid = DenseGrid::new(schema, footer)?;
+    Ok((
+        grid.tile_count(),
+        grid.cells_per_tile(),
+        grid.cells_per_tile(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

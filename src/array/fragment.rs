@@ -24,10 +24,10 @@ use crate::format::Reader;
 use crate::lazy::Lazy;
 use crate::storage::{join, Store};
 
-use super::dense_grid::DenseGrid;
+use super::dense_grid::dense_tiling;
 use super::field::{fragment_fields, Field};
 use super::generic_tile::{decode_generic_tile, read_generic_tile};
-use super::SchemaFile;
+use super::schemas::{SchemaFile, LEGACY_SCHEMA};
 
 pub const METADATA_FILE: &str = "__fragment_metadata.tdb";
 /// The combined coordinates of sparse fragments before v5.
@@ -640,7 +640,7 @@ fn load_whole_file<'a>(
 ) -> Result<Loaded<'a>> {
     let schema_file = schemas
         .iter()
-        .find(|s| s.name == super::LEGACY_SCHEMA)
+        .find(|s| s.name == LEGACY_SCHEMA)
         .ok_or_else(|| {
             Error::corrupt(
                 fragment.place(),
@@ -673,7 +673,7 @@ fn load_footer<'a>(
 ) -> Result<Loaded<'a>> {
     let what = file.place;
     // Pre-v10 fragments always use the legacy schema; v10+ name theirs in the footer.
-    let legacy = schemas.iter().find(|s| s.name == super::LEGACY_SCHEMA);
+    let legacy = schemas.iter().find(|s| s.name == LEGACY_SCHEMA);
     let name_version = fragment.timestamps.version;
     let location = if name_version >= 10 {
         FooterLocation::Trailing
@@ -783,20 +783,6 @@ fn read_trailing_footer(file: &MetadataFile<'_>, tail: &[u8], tail_start: u64) -
         )
     })?;
     from_tail(file, tail, tail_start, start, len)
-}
-
-/// Tile count and cells per tile of a dense fragment: every space tile that intersects the
-/// non-empty domain, anchored at the domain's low value (`07` §4).
-fn dense_tiling(
-    schema: &ArraySchema,
-    footer: &Footer,
-) -> std::result::Result<(u64, u64, u64), String> {
-    let grid = DenseGrid::new(schema, footer)?;
-    Ok((
-        grid.tile_count(),
-        grid.cells_per_tile(),
-        grid.cells_per_tile(),
-    ))
 }
 
 #[cfg(test)]

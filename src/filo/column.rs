@@ -15,10 +15,10 @@
 use serde_json::{json, Map, Value};
 
 use super::bitpack::IntFormat;
+use super::column_type::ColumnType;
+use super::element::Element;
 use super::error::{FiloError, Result};
-use super::header::VectorKind;
-use super::layout::Element;
-use super::ColumnType;
+use super::kind::VectorKind;
 
 /// One decoded chunk.
 ///

@@ -6,11 +6,13 @@
 //! give back: one i8 per row in `timezone.bin`.
 
 use super::column::ColumnInfo;
+use super::column_type::ColumnType;
+use super::ctx::Ctx;
+use super::element::Element;
 use super::error::Result;
 use super::flatbuffers::{data_info, na_mask, Table};
-use super::layout::{Element, Parts, Source, Zones};
+use super::layout::{Parts, Source, Zones};
 use super::span::Span;
-use super::{ColumnType, Ctx};
 
 /// Joda accepts offsets up to ±23:59:59.999, i.e. ±95 quarter hours: a zone beyond that
 /// cannot have been written and would make Filo's own reader throw.

@@ -7,12 +7,14 @@
 //! 25 rows, FORMAT.md §11 item 3); we return what was written.
 
 use super::column::{ColumnInfo, NaEncoding};
+use super::column_type::ColumnType;
+use super::ctx::Ctx;
+use super::element::Element;
 use super::error::Result;
 use super::flatbuffers::{data_info, na_mask, Table};
-use super::layout::{Element, Parts, Source, Validity};
+use super::layout::{Parts, Source, Validity};
 use super::primitive::sub_vector;
 use super::span::Span;
-use super::{ColumnType, Ctx};
 
 /// DiffPrimitiveVector: `{0: len, 1: naMask, 2: base (i64, default 0), 3: info, 4: data}`,
 /// `value[i] = base + delta[i]`.

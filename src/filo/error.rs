@@ -8,8 +8,8 @@
 
 use thiserror::Error;
 
-use super::header::VectorKind;
-use super::ColumnType;
+use super::column_type::ColumnType;
+use super::kind::VectorKind;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum FiloError {

@@ -2,9 +2,10 @@
 //! (§5.8) and DictStringVector (§5.9).
 
 use super::column::{ColumnInfo, NaEncoding, Strings, StringsBuilder};
+use super::element::Element;
 use super::error::Result;
 use super::flatbuffers::{data_info, na_mask, string_element, Table};
-use super::layout::{Element, Source};
+use super::layout::Source;
 use super::span::Span;
 
 /// `{0: naMask, 1: data [string]}`; the row count is the vector's. NA rows store "".

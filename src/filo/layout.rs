@@ -11,12 +11,13 @@
 use std::borrow::Cow;
 use std::ops::{Deref, Range};
 
-use super::bitpack::{bit, IntFormat};
+use super::bitpack::bit;
 use super::column::{ColumnInfo, DecodedColumn, Values};
+use super::column_type::ColumnType;
+use super::element::Element;
 use super::error::{FiloError, Result};
-use super::header::VectorKind;
+use super::kind::VectorKind;
 use super::span::Span;
-use super::ColumnType;
 
 /// Which rows are NA.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,19 +36,6 @@ impl Validity {
             Validity::Bitmap(r) => !bit(chunk.get(r.clone()).unwrap_or(&[]), row),
         }
     }
-}
-
-/// How one stored element is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Element {
-    /// An integer of `nbits` (a value, a Diff delta, a residual, or a dictionary code).
-    Int(IntFormat),
-    /// IEEE 754 binary32.
-    F32,
-    /// IEEE 754 binary64.
-    F64,
-    /// One bit per row, LSB first (FlatBuffers bool vectors).
-    Bit,
 }
 
 /// Where a vector's elements are, checked to hold every element a row may read.

@@ -17,8 +17,11 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::column::DecodedColumn;
+use super::column_type::ColumnType;
+use super::decode::decode_vector_with;
 use super::error::{FiloError, Result};
-use super::{decode_vector_with, ColumnType, DecodeOptions, DecodedColumn, FormatVersion};
+use super::options::{DecodeOptions, FormatVersion};
 
 /// The manifest's file name inside a fragment directory.
 pub const MANIFEST_FILE: &str = "filo_fragment.json";

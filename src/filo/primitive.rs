@@ -4,12 +4,14 @@
 
 use super::bitpack::IntFormat;
 use super::column::{ColumnInfo, NaEncoding};
+use super::column_type::{ColumnType, INTEGRAL};
+use super::ctx::Ctx;
+use super::element::Element;
 use super::error::Result;
 use super::flatbuffers::{data_info, na_mask, Table};
-use super::header::VectorKind;
-use super::layout::{Element, Parts, Source, Validity};
+use super::kind::VectorKind;
+use super::layout::{Parts, Source, Validity};
 use super::span::Span;
-use super::{ColumnType, Ctx, INTEGRAL};
 
 /// SimplePrimitiveVector (one element per row) and ConstPrimitiveVector (element 0 for
 /// every row): same table, `{0: len, 1: naMask, 2: info, 3: data}`.

@@ -4,11 +4,12 @@
 //! String bytes are passed through unchanged: UTF-8 by convention, never checked by Filo.
 
 use super::column::{ColumnInfo, NaEncoding, Strings, StringsBuilder};
+use super::element::Element;
 use super::error::Result;
-use super::layout::{Element, Source};
+use super::layout::Source;
+use super::options::FormatVersion;
 use super::primitive::sub_vector;
 use super::span::Span;
-use super::FormatVersion;
 
 /// The fixed word of an NA element (and of the NA dictionary entry).
 const NA_WORD: u32 = 0x8000_0000;

@@ -30,5 +30,5 @@ mod test_support;
 pub use error::FilterError;
 pub use pipeline::{
     stage_input, unfilter_chunk, unfilter_chunk_into, unfilter_string_chunk, ChunkContext,
-    StringChunk,
 };
+pub use string_mode::StringChunk;

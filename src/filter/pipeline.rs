@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use super::checksum::{self, Algorithm};
 use super::compression::{self, Codec};
+pub use super::string_mode::StringChunk;
 use super::string_mode::{self, Mode};
 use super::util::{
     bit_width_kind, corrupt, delta_width, positive_delta_width, unsupported, Md, Step,
@@ -35,15 +36,6 @@ pub struct ChunkContext {
     pub format_version: u32,
     /// AES-256-GCM key, for encrypted arrays.
     pub key: Option<[u8; 32]>,
-}
-
-/// A var-size string tile decoded in "string mode" (RLE/DICTIONARY with embedded offsets).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StringChunk {
-    /// Concatenated string bytes.
-    pub bytes: Vec<u8>,
-    /// Start of each string in `bytes` (first is 0), one per cell, no end entry.
-    pub offsets: Vec<u64>,
 }
 
 /// No filter chain TileDB writes expands a chunk by more than a few times in between

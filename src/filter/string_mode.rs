@@ -8,10 +8,18 @@
 //! word-id and string-length widths, a `u32` dictionary size and the dictionary. All
 //! lengths and ids inside the data and dictionary are big-endian.
 
-use super::pipeline::StringChunk;
 use super::util::{be_uint, corrupt, ForFilter};
 use super::FilterError;
 use crate::format::Reader;
+
+/// A var-size string tile decoded in "string mode" (RLE/DICTIONARY with embedded offsets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StringChunk {
+    /// Concatenated string bytes.
+    pub bytes: Vec<u8>,
+    /// Start of each string in `bytes` (first is 0), one per cell, no end entry.
+    pub offsets: Vec<u64>,
+}
 
 /// Cells an encoded tile may claim beyond one per string byte. Empty strings cost no
 /// string bytes and RLE can repeat one for free, so the cell count is not bounded by

@@ -4,7 +4,8 @@
 
 use crate::error::{Error, Place, Result};
 
-use super::{FieldReader, RawFile};
+use super::field::FieldReader;
+use super::raw_file::RawFile;
 
 /// A run of consecutive cells of one field.
 #[derive(Debug, Clone, PartialEq, Eq)]

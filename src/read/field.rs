@@ -11,9 +11,11 @@ use crate::error::{Error, Place, Result};
 use crate::filter::StringChunk;
 use crate::format::chunked::Chunk;
 
+use super::chunk_cache::{CacheKey, Cached, Item};
+use super::engine::ReadEngine;
+use super::raw_file::RawFile;
 use super::spill::SpillKey;
 use super::tile::{FileRole, TileFile};
-use super::{CacheKey, Cached, Item, RawFile, ReadEngine};
 
 /// Bytes a read reserves up front at most.
 const READ_RESERVE: usize = 4 << 20;
@@ -580,4 +582,23 @@ fn slice(bytes: &[u8], a: u64, b: u64, place: Place) -> Result<Vec<u8>> {
                 format!("decoded {} bytes, needed {a}..{b}", bytes.len()),
             )
         })
+}
+impl ReadEngine {
+    /// Reads field `field` (an index into `meta.fields`) of a fragment.
+    pub fn field<'a>(
+        &'a self,
+        fragment: &'a Fragment,
+        meta: &'a FragmentMeta,
+        field: usize,
+    ) -> Result<FieldReader<'a>> {
+        let f = meta.fields.get(field).ok_or_else(|| {
+            Error::NotFound(format!("field #{field} of fragment {}", fragment.name))
+        })?;
+        Ok(FieldReader {
+            fragment,
+            meta,
+            field: f,
+            engine: self,
+        })
+    }
 }

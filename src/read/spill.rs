@@ -18,8 +18,9 @@
 //! in-memory cache come here, so there are few of them (budget / cache capacity), and
 //! so few open descriptors.
 //!
-//! **Files.** Each blob is an `O_TMPFILE` in [`std::env::temp_dir`] (`TMPDIR`), or where
-//! the file system refuses that, a file created and at once unlinked: nothing is left
+//! **Files.** Each blob is an unlinked temporary file from the [`Scratch`] store (an
+//! `O_TMPFILE` in [`std::env::temp_dir`] (`TMPDIR`), or where the file system refuses
+//! that, a file created and at once unlinked): nothing is left
 //! behind whatever way the process ends, and the space comes back when the last reader
 //! of an evicted blob is done with it. (On a tmpfs `/tmp` that space is memory, though
 //! not the daemon's: point `TMPDIR` at a disk to keep it off RAM.)
@@ -34,17 +35,18 @@
 //! a rescan learns of them, and otherwise age out.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::hash::Hash;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::{Error, Place, Result};
+use crate::storage::Scratch;
 
-use super::CacheKey;
+use super::chunk_cache::CacheKey;
 
 /// What the spill of a tree (or of the trees of a group) keeps: decoded chunks of the
 /// read engine, and the views' rendered files.
@@ -149,14 +151,13 @@ type LoadSlot = Arc<OnceLock<Result<Loaded>>>;
 /// The disk LRU (see the module documentation).
 pub struct Spill<K> {
     budget: u64,
-    dir: PathBuf,
+    /// Where the blobs' unlinked files come from.
+    scratch: Scratch,
     inner: Mutex<Lru<K>>,
     loading: Mutex<HashMap<K, LoadSlot>>,
     /// Whether a failure to write a blob was logged already (once is enough: the next
     /// ones have the same cause).
     warned: AtomicBool,
-    /// Names for the create-then-unlink fallback.
-    next_name: AtomicU64,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the maps stay
@@ -175,7 +176,7 @@ impl<K: Hash + Eq + Clone> Spill<K> {
     pub fn in_dir(budget: u64, dir: impl Into<PathBuf>) -> Spill<K> {
         Spill {
             budget,
-            dir: dir.into(),
+            scratch: Scratch::new(dir),
             inner: Mutex::new(Lru {
                 map: HashMap::new(),
                 order: BTreeMap::new(),
@@ -184,7 +185,6 @@ impl<K: Hash + Eq + Clone> Spill<K> {
             }),
             loading: Mutex::new(HashMap::new()),
             warned: AtomicBool::new(false),
-            next_name: AtomicU64::new(0),
         }
     }
 
@@ -222,7 +222,7 @@ impl<K: Hash + Eq + Clone> Spill<K> {
                         "cannot keep a {}-byte result on disk in {}: {e}; results larger \
                          than the cache are built again on every read meanwhile",
                         bytes.len(),
-                        self.dir.display()
+                        self.scratch.dir().display()
                     );
                 }
                 return None;
@@ -330,73 +330,13 @@ impl<K: Hash + Eq + Clone> Spill<K> {
 
     /// A new blob holding `bytes`.
     fn write(&self, bytes: &[u8]) -> std::io::Result<Blob> {
-        let mut file = self.temp_file()?;
+        let mut file = self.scratch.file()?;
         file.write_all(bytes)?;
         Ok(Blob {
             file,
             len: bytes.len() as u64,
         })
     }
-
-    /// An unlinked file open for reading and writing in the spill's folder.
-    fn temp_file(&self) -> std::io::Result<File> {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let tmpfile = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(libc::O_TMPFILE)
-                .open(&self.dir);
-            match tmpfile {
-                Ok(file) => return Ok(file),
-                // A folder that does not exist or cannot be written refuses the fallback
-                // too; any other refusal (a file system without O_TMPFILE: EOPNOTSUPP,
-                // EISDIR from kernels that predate it) may still allow it.
-                Err(e) if is_final(&e) => return Err(e),
-                Err(_) => {}
-            }
-        }
-        self.created_then_unlinked(&self.dir)
-    }
-
-    /// The fallback: a file of a name no other is using, removed as soon as it is open.
-    fn created_then_unlinked(&self, dir: &Path) -> std::io::Result<File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        loop {
-            let name = format!(
-                ".fragfs-spill-{}-{}",
-                std::process::id(),
-                self.next_name.fetch_add(1, Ordering::Relaxed)
-            );
-            let path = dir.join(name);
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(file) => {
-                    std::fs::remove_file(&path)?;
-                    return Ok(file);
-                }
-                // Left by another process of the same id (after a reboot): next name.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// Refusals of `O_TMPFILE` that creating a named file would meet as well.
-#[cfg(target_os = "linux")]
-fn is_final(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES | libc::EROFS | libc::ENOSPC)
-    )
 }
 
 #[cfg(test)]
@@ -535,17 +475,6 @@ mod tests {
             );
             assert_eq!((s.len(), s.used()), (0, 0));
         }
-    }
-
-    #[test]
-    fn the_create_then_unlink_fallback_leaves_nothing() {
-        let (dir, s) = spill(100);
-        let mut f = s.created_then_unlinked(dir.path()).unwrap();
-        f.write_all(b"abc").unwrap();
-        let mut out = [0; 3];
-        f.read_exact_at(&mut out, 0).unwrap();
-        assert_eq!(&out, b"abc");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

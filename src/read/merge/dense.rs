@@ -9,7 +9,7 @@ use crate::format::datatype::decode_int;
 use crate::format::schema::ArraySchema;
 use crate::format::Datatype;
 
-use super::{Run, Source};
+use super::runs::{Run, Source};
 
 #[derive(Debug)]
 struct DenseSource {

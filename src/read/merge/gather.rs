@@ -16,7 +16,8 @@
 
 use std::cell::RefCell;
 
-use super::{byte_at, Merged, MergedField, Run, BLOCK};
+use super::merged::{Merged, MergedField};
+use super::runs::{byte_at, Run, BLOCK};
 use crate::error::{Error, Place, Result};
 use crate::read::endian::ByteOrder;
 use crate::read::RawFile;
@@ -152,7 +153,7 @@ impl Gather<'_> {
 impl Merged {
     /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
     /// field `f`, each run put in byte order `order` once copied.
-    pub(super) fn gather_runs(
+    pub(crate) fn gather_runs(
         &self,
         f: usize,
         validity: bool,

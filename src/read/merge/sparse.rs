@@ -33,7 +33,7 @@ use crate::read::cells::Cells;
 use crate::read::ReadEngine;
 
 use super::order::{GlobalOrder, Key};
-use super::{Merged, Run, Source, BLOCK};
+use super::runs::{Run, Source, BLOCK};
 
 /// A delete that applies at the timestamp.
 #[derive(Debug)]
@@ -85,6 +85,15 @@ pub struct SparseMerge {
     progress: Mutex<Progress>,
     /// Output cells between checkpoints: [`BLOCK`] (small in tests).
     every: u64,
+}
+
+/// What the merge reads from, lent by the [`super::Merged`] it belongs to: the sources,
+/// the engine that reads them, and the schema at the timestamp.
+#[derive(Clone, Copy)]
+pub struct Input<'a> {
+    pub sources: &'a [Source],
+    pub engine: &'a ReadEngine,
+    pub schema: &'a ArraySchema,
 }
 
 impl SparseMerge {
@@ -142,13 +151,13 @@ impl SparseMerge {
     }
 
     /// Cells of the merged array: one counting pass (kept).
-    pub fn cell_count(&self, merged: &Merged) -> Result<u64> {
+    pub fn cell_count(&self, merged: Input<'_>) -> Result<u64> {
         Ok(self.index(merged)?.cells)
     }
 
     /// The complete index: counting is streaming to the end, from wherever reads got
     /// to; the stream that reaches the end installs the index.
-    fn index(&self, merged: &Merged) -> Result<Arc<Index>> {
+    fn index(&self, merged: Input<'_>) -> Result<Arc<Index>> {
         if let Some(done) = self.index.get() {
             return done;
         }
@@ -164,7 +173,7 @@ impl SparseMerge {
     /// Where output cells `[first, first + n)` come from (fewer past the last cell).
     /// Before the cells are counted, the merge streams from the nearest point reads
     /// reached, recording checkpoints on the way (see the module's doc).
-    pub fn runs(&self, merged: &Merged, first: u64, n: u64) -> Result<Vec<Run>> {
+    pub fn runs(&self, merged: Input<'_>, first: u64, n: u64) -> Result<Vec<Run>> {
         match self.index.get() {
             Some(index) => {
                 let index = index?;
@@ -174,7 +183,7 @@ impl SparseMerge {
         }
     }
 
-    fn runs_streaming(&self, merged: &Merged, first: u64, n: u64) -> Result<Vec<Run>> {
+    fn runs_streaming(&self, merged: Input<'_>, first: u64, n: u64) -> Result<Vec<Run>> {
         let lock = || self.progress.lock().unwrap_or_else(|e| e.into_inner());
         // Start at the known point nearest before `first`: a checkpoint, or where the
         // last read stopped; checkpoints follow the last one at or before the start.
@@ -248,7 +257,13 @@ impl SparseMerge {
         Ok(runs)
     }
 
-    fn runs_indexed(&self, merged: &Merged, index: &Index, first: u64, n: u64) -> Result<Vec<Run>> {
+    fn runs_indexed(
+        &self,
+        merged: Input<'_>,
+        index: &Index,
+        first: u64,
+        n: u64,
+    ) -> Result<Vec<Run>> {
         let end = first.saturating_add(n).min(index.cells);
         let mut runs: Vec<Run> = Vec::new();
         if first >= end {
@@ -322,7 +337,7 @@ struct Cursor {
 /// The merge from given positions on.
 struct Stream<'a> {
     merge: &'a SparseMerge,
-    merged: &'a Merged,
+    merged: Input<'a>,
     cursors: Vec<Cursor>,
     /// Indexes into `cursors` of those not at their end, a binary min-heap by cell.
     heap: Vec<usize>,
@@ -347,7 +362,7 @@ fn u64s(cells: &Cells) -> Vec<u64> {
 }
 
 impl<'a> Stream<'a> {
-    fn new(merge: &'a SparseMerge, merged: &'a Merged, positions: &[u64]) -> Result<Stream<'a>> {
+    fn new(merge: &'a SparseMerge, merged: Input<'a>, positions: &[u64]) -> Result<Stream<'a>> {
         let mut cursors = Vec::with_capacity(merged.sources.len());
         let mut processed = Vec::with_capacity(merged.sources.len());
         for (s, source) in merged.sources.iter().enumerate() {
@@ -742,6 +757,7 @@ mod tests {
 
     use super::*;
     use crate::array::OpenOptions;
+    use crate::read::merge::Merged;
     use crate::storage::LocalStore;
 
     /// The merge of the fixture `name` (a folder under tests/fixtures) at `at`, with a
@@ -755,7 +771,7 @@ mod tests {
         let engine = Arc::new(ReadEngine::new(64 << 20));
         let mut merged = Merged::open(engine, &array, at).unwrap();
         match &mut merged.shape {
-            super::super::Shape::Sparse(s) => s.every = every,
+            super::super::merged::Shape::Sparse(s) => s.every = every,
             _ => panic!("{name} is not sparse"),
         }
         merged
@@ -763,7 +779,7 @@ mod tests {
 
     fn sparse(merged: &Merged) -> &SparseMerge {
         match &merged.shape {
-            super::super::Shape::Sparse(s) => s,
+            super::super::merged::Shape::Sparse(s) => s,
             _ => unreachable!(),
         }
     }
@@ -857,7 +873,7 @@ mod tests {
                 let counted = open(name, at, every);
                 let cells = counted.cell_count().unwrap();
                 assert!(cells > 2, "{name}: {cells} cells");
-                let want = sparse(&counted).index(&counted).unwrap();
+                let want = sparse(&counted).index(counted.sparse_input()).unwrap();
                 for step in [1, 2, 5, 64] {
                     let streamed = open(name, at, every);
                     let mut first = 0;
@@ -872,7 +888,7 @@ mod tests {
                         first += step;
                     }
                     assert!(streamed.counted(), "{name}: reading to the end counts");
-                    let index = sparse(&streamed).index(&streamed).unwrap();
+                    let index = sparse(&streamed).index(streamed.sparse_input()).unwrap();
                     assert_eq!(index.cells, want.cells, "{name}");
                     assert_eq!(
                         index.checkpoints, want.checkpoints,

@@ -10,7 +10,7 @@
 //! take a while, and entries go on being made and used meanwhile); each entry is then
 //! removed under the lock, and only if it was not used or made again since the scan:
 //! an entry being made (under the lock as well) is never removed half made, and one
-//! half removed is never opened ([`super::Folder::entry`] opens under the lock too), so
+//! half removed is never opened ([`super::folder::Folder::entry`] opens under the lock too), so
 //! no `.data` is left without its `.idx` or the reverse. An entry without an index when
 //! the lock is held is what a crash left (nothing is being made then): it goes first.
 //!
@@ -21,14 +21,14 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-use super::{entry, Folder};
+use super::entry;
+use super::folder::Folder;
 
 /// One entry as a scan found it.
-pub(super) struct Scanned {
+pub(crate) struct Scanned {
     /// Without the `.data`/`.idx` suffix.
     pub base: PathBuf,
     /// Every file of the entry (`.idx`, `.data`, an index being made aside).
@@ -48,7 +48,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> Option<u64> {
 
 /// Every entry under `root` with its size on disk and last use. Links are never
 /// followed (a link is counted as itself, and removed with its entry).
-pub(super) fn scan(root: &Path) -> Vec<Scanned> {
+pub(crate) fn scan(root: &Path) -> Vec<Scanned> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -102,7 +102,7 @@ fn unused_since(s: &Scanned) -> bool {
 impl Folder {
     /// Asks for a pass that makes room for `wanted` bytes, starting the thread on first
     /// need. Never waits.
-    pub(super) fn evict_later(&self, wanted: u64) {
+    pub(crate) fn evict_later(&self, wanted: u64) {
         self.evictions.kick(wanted);
         let mut thread = self.evictions.thread();
         if !thread.tried && !self.evictions.stopping() {
@@ -167,117 +167,6 @@ impl Folder {
                 self.budget >> 20
             );
         }
-    }
-}
-
-/// The eviction thread's orders: whether a pass is due, under way, and how many ran.
-#[derive(Default)]
-pub(super) struct Evictions {
-    state: Mutex<State>,
-    changed: Condvar,
-    thread: Mutex<Thread>,
-}
-
-/// The eviction thread, once started.
-#[derive(Default)]
-struct Thread {
-    handle: Option<JoinHandle<()>>,
-    /// Started (or tried: a thread that could not be made is not tried again).
-    tried: bool,
-}
-
-#[derive(Default)]
-struct State {
-    due: bool,
-    /// The most bytes a write refused room asked for since the last pass began.
-    wanted: u64,
-    running: bool,
-    stop: bool,
-    passes: u64,
-}
-
-impl Evictions {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn thread(&self) -> MutexGuard<'_, Thread> {
-        self.thread.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Tells the thread to end, and waits until it did.
-    pub fn stop_and_join(&self) {
-        self.state().stop = true;
-        self.changed.notify_all();
-        let handle = self.thread().handle.take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-    }
-
-    /// Asks for a pass that makes room for `wanted` bytes (one more pass, if one is
-    /// under way; requests while one is due are one request). Never waits.
-    fn kick(&self, wanted: u64) {
-        let mut s = self.state();
-        s.wanted = s.wanted.max(wanted);
-        if !s.due {
-            s.due = true;
-            self.changed.notify_all();
-        }
-    }
-
-    fn stopping(&self) -> bool {
-        self.state().stop
-    }
-
-    pub fn passes(&self) -> u64 {
-        self.state().passes
-    }
-
-    /// Waits until no pass is due or under way, at most `timeout` (true at once when
-    /// there is no thread to wait for).
-    pub fn wait_idle(&self, timeout: Duration) -> bool {
-        if self.thread().handle.is_none() {
-            return true;
-        }
-        let deadline = Instant::now() + timeout;
-        let mut s = self.state();
-        while (s.due || s.running) && !s.stop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            s = self
-                .changed
-                .wait_timeout(s, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        true
-    }
-
-    /// The thread's wait for its next pass, and the room it is to make: `None` when
-    /// the thread is to end.
-    fn next(&self) -> Option<u64> {
-        let mut s = self.state();
-        while !s.due && !s.stop {
-            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        if s.stop {
-            s.running = false;
-            self.changed.notify_all();
-            return None;
-        }
-        s.due = false;
-        s.running = true;
-        Some(std::mem::take(&mut s.wanted))
-    }
-
-    fn finished(&self) {
-        let mut s = self.state();
-        s.running = false;
-        s.passes += 1;
-        self.changed.notify_all();
     }
 }
 

@@ -33,15 +33,33 @@
 
 #[cfg(feature = "s3")]
 pub mod cache;
+#[cfg(feature = "s3")]
+mod client;
 pub mod config;
 #[cfg(feature = "s3")]
 pub mod disk;
 #[cfg(feature = "s3")]
+mod errors;
+#[cfg(feature = "s3")]
 pub mod failure;
+#[cfg(feature = "s3")]
+mod fetching;
+#[cfg(feature = "s3")]
+mod inflight;
 #[cfg(feature = "s3")]
 pub mod parts;
 #[cfg(feature = "s3")]
+mod plan;
+#[cfg(feature = "s3")]
+mod request;
+#[cfg(feature = "s3")]
+mod retry;
+#[cfg(feature = "s3")]
+mod state;
+#[cfg(feature = "s3")]
 mod store;
+#[cfg(feature = "s3")]
+mod sync;
 #[cfg(feature = "s3")]
 pub mod window;
 

@@ -1,209 +1,46 @@
-//! The S3 store itself: see the module above for what it asks of the server.
+//! The S3 store itself: see the module above for what it asks of the server. Its
+//! pieces: `state.rs` (what it knows of objects), `inflight.rs` (fetches under way),
+//! `plan.rs`, `fetching.rs`, `request.rs`, `retry.rs`, `errors.rs`, `client.rs`.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-use futures::StreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::client::HttpError;
-use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use object_store::ObjectStore;
 
 use super::cache::ByteCache;
+use super::client::build_client;
 use super::config::{self, S3Options, S3Uri};
-use super::disk::{self, Answer, ObjectDisk, Version};
-use super::failure::{self, observed, Failure, Seen};
-use super::parts::{self, AHEAD_PART, READ_PART};
+use super::disk::{self, ObjectDisk, Version};
+use super::errors::{s3_error, source_text};
+use super::failure::{self, observed};
+use super::parts::{self};
+use super::request::{object_path, Inner};
+use super::retry::retrying;
+use super::state::{remember_listed, Facts, State};
+use super::sync::lock;
 use super::window::Windows;
 use crate::error::{Error, Place, Result};
-use crate::storage::diskcache::{DiskCache, BLOCK};
-use crate::storage::{check_key, join, past_end, Listed, Pin, RangeRead, Store};
+use crate::storage::diskcache::DiskCache;
+use crate::storage::{check_key, join, Listed, Pin, RangeRead, Store};
 
 /// The largest read-ahead window (also bounded by a quarter of the byte cache, so what
 /// is fetched ahead is still there when the reader gets to it). A quarter rather than an
 /// eighth: at the default cache (128 MiB of bytes) the window reaches 32 MiB, eight
 /// requests in flight (an eighth was slower; a half no faster: 313-344 MB/s).
-const MAX_WINDOW: u64 = 64 << 20;
-
-/// Objects remembered at most; past it the map starts over (a forgotten object costs
-/// one listing of its folder).
-const KEPT_OBJECTS: usize = 200_000;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// One GET under way: readers that need its bytes wait for it.
-struct Fetch {
-    key: String,
-    range: Range<u64>,
-    /// Where its bytes are kept on disk, and the version they must come from.
-    disk: Option<ObjectDisk>,
-    result: Mutex<Option<Result<Fetched>>>,
-    done: Condvar,
-}
-
-/// The bytes a GET brought.
-#[derive(Debug, Clone)]
-struct Fetched {
-    bytes: Bytes,
-    /// The response agreed with the version the fetch was planned for (or there was
-    /// none): false when the object changed since it was listed.
-    agrees: bool,
-}
-
-impl Fetch {
-    fn new(key: &str, range: Range<u64>, disk: Option<&ObjectDisk>) -> Arc<Fetch> {
-        Arc::new(Fetch {
-            key: key.to_string(),
-            range,
-            disk: disk.cloned(),
-            result: Mutex::new(None),
-            done: Condvar::new(),
-        })
-    }
-
-    fn wait(&self) -> Result<Fetched> {
-        let mut result = lock(&self.result);
-        loop {
-            if let Some(r) = result.as_ref() {
-                return r.clone();
-            }
-            result = self.done.wait(result).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// Whether a reader that plans with `disk` may use this fetch's bytes: planned for
-    /// the same version of the object (or both for none).
-    fn serves(&self, key: &str, disk: Option<&ObjectDisk>) -> bool {
-        self.key == key
-            && match (&self.disk, disk) {
-                (Some(a), Some(b)) => a.version == b.version,
-                (None, None) => true,
-                _ => false,
-            }
-    }
-}
-
-/// Fetches that must end even if what runs them does not (a panic in the client, a
-/// cancelled task): dropped with fetches still in it, it ends them with an error, so no
-/// reader waits for them forever.
-struct Unfinished {
-    inner: Arc<Inner>,
-    fetches: Vec<Arc<Fetch>>,
-}
-
-impl Drop for Unfinished {
-    fn drop(&mut self) {
-        for f in self.fetches.drain(..) {
-            let abandoned = std::io::Error::other(format!(
-                "s3://{}/{} bytes {}..{}: the request was abandoned",
-                self.inner.bucket, f.key, f.range.start, f.range.end
-            ));
-            self.inner
-                .complete(&f, Err(Error::io(Place::file(f.key.as_str()), abandoned)));
-        }
-    }
-}
-
-/// Where a read's bytes come from.
-enum Piece {
-    /// Kept bytes starting at this offset.
-    Kept(u64, Bytes),
-    /// A fetch under way (this reader's own, or another's).
-    Fetching(Arc<Fetch>),
-    /// Bytes the disk cache holds (by its index; checked when read).
-    Disk(Range<u64>),
-}
-
-/// What a planned read gave.
-enum Outcome {
-    /// Per range, its pieces in order.
-    Read(Vec<Vec<(u64, Bytes)>>),
-    /// A response said the object is not the version the read was planned for: its
-    /// pieces may mix two versions, so the read is planned again.
-    Changed,
-}
-
-/// What listings and responses told of one object.
-#[derive(Debug, Clone)]
-struct Facts {
-    size: u64,
-    /// From its listing: what names its bytes in the disk cache.
-    version: Option<Arc<Version>>,
-}
-
-#[derive(Debug)]
-struct State {
-    cache: ByteCache,
-    windows: Windows,
-    /// Objects seen in listings and responses, by full key.
-    objects: HashMap<String, Facts>,
-    inflight: Vec<Arc<Fetch>>,
-}
-
-/// What the store's calls and its background fetches share (never the runtime: a task
-/// holding the last reference to it would drop it on one of its own threads).
-struct Inner {
-    client: AmazonS3,
-    bucket: String,
-    /// How long a failing request is tried again.
-    retry_timeout: Duration,
-    state: Mutex<State>,
-    /// Where fetched bytes are kept across mounts (`--cache-dir`).
-    disk: Option<Arc<DiskCache>>,
-    /// The store's name in the disk cache's keys (endpoint and bucket).
-    identity: String,
-    /// Said once: a response disagreed with an object's listed version.
-    disagreed: AtomicBool,
-    /// Set when an object's responses disagreed with its listing twice in a row (a
-    /// server whose listings and answers never agree, rather than an object rewritten
-    /// under way): fetched bytes are no longer kept on disk, so reads stop paying for
-    /// the listings and GETs that each disagreement costs.
-    unreliable_versions: AtomicBool,
-}
-
-/// An object's bytes and what the response said about the object.
-struct Got {
-    bytes: Bytes,
-    etag: Option<String>,
-    size: u64,
-    /// Seconds since the epoch.
-    modified: i64,
-}
-
-impl Got {
-    fn answer(&self) -> Answer<'_> {
-        Answer {
-            etag: self.etag.as_deref(),
-            size: self.size,
-            modified: self.modified,
-        }
-    }
-}
+pub(crate) const MAX_WINDOW: u64 = 64 << 20;
 
 pub struct S3Store {
-    runtime: Arc<tokio::runtime::Runtime>,
-    inner: Arc<Inner>,
+    pub(crate) runtime: Arc<tokio::runtime::Runtime>,
+    pub(crate) inner: Arc<Inner>,
     /// The root inside the bucket (`""` or `a/b`).
-    root: String,
+    pub(crate) root: String,
 }
 
 impl fmt::Debug for S3Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "S3Store({})", self.location())
-    }
-}
-
-impl fmt::Debug for Fetch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Fetch({} {:?})", self.key, self.range)
     }
 }
 
@@ -272,140 +109,21 @@ impl S3Store {
         Ok(store)
     }
 
-    fn full(&self, key: &str) -> String {
+    pub(crate) fn full(&self, key: &str) -> String {
         join(&self.root, key)
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.inner.state)
     }
 
-    /// The bytes of `wanted` ranges of object `full` (`key` relative to the root, for
-    /// messages): from kept bytes, the disk cache (`disk`: the object's entry there),
-    /// fetches under way, and GETs of the rest, in parts, all of them issued at once.
-    fn fetch_ranges(
-        &self,
-        full: &str,
-        wanted: &[Range<u64>],
-        disk: Option<&ObjectDisk>,
-    ) -> Result<Outcome> {
-        let mut own = Vec::new();
-        let plans: Vec<Vec<Piece>> = {
-            let mut state = self.state();
-            wanted
-                .iter()
-                .map(|r| plan(&mut state, full, r.clone(), READ_PART, disk, &mut own))
-                .collect()
-        };
-        if !own.is_empty() {
-            let mut unfinished = Unfinished {
-                inner: self.inner.clone(),
-                fetches: own.clone(),
-            };
-            let inner = &self.inner;
-            let results: Vec<Result<Got>> = self.runtime.block_on(
-                futures::stream::iter(own.iter().map(|f| inner.get(full, Some(f.range.clone()))))
-                    .buffered(parts::MAX_IN_FLIGHT)
-                    .collect(),
-            );
-            unfinished.fetches.clear();
-            for (f, r) in own.iter().zip(results) {
-                inner.complete(f, r);
-            }
-        }
-        let mut changed = false;
-        let mut out = Vec::with_capacity(plans.len());
-        for plan in plans {
-            let mut pieces = Vec::with_capacity(plan.len());
-            for piece in plan {
-                match piece {
-                    Piece::Kept(start, bytes) => pieces.push((start, bytes)),
-                    Piece::Fetching(f) => {
-                        let fetched = match f.wait() {
-                            Ok(b) => b,
-                            // Another's fetch failed (a read-ahead, say): this reader
-                            // asks for itself, with its own retries.
-                            Err(_) if !own.iter().any(|o| Arc::ptr_eq(o, &f)) => {
-                                let got = self
-                                    .runtime
-                                    .block_on(self.inner.get(full, Some(f.range.clone())));
-                                self.inner
-                                    .absorb(full, f.range.start, f.disk.as_ref(), got)?
-                            }
-                            Err(e) => return Err(e),
-                        };
-                        changed |= !fetched.agrees;
-                        pieces.push((f.range.start, fetched.bytes));
-                    }
-                    Piece::Disk(range) => {
-                        let Some(d) = disk else { continue };
-                        let (bytes, agrees) = self.read_disk(full, d, range.clone())?;
-                        changed |= !agrees;
-                        pieces.push((range.start, bytes));
-                    }
-                }
-            }
-            out.push(pieces);
-        }
-        Ok(if changed {
-            Outcome::Changed
-        } else {
-            Outcome::Read(out)
-        })
-    }
-
-    /// `range` of `full` from its disk entry: the blocks it holds, checked against
-    /// their records; those damaged on disk are fetched again (and kept). Also says
-    /// whether the fetched ones agreed with the entry's version.
-    fn read_disk(&self, full: &str, d: &ObjectDisk, range: Range<u64>) -> Result<(Bytes, bool)> {
-        let agrees = Cell::new(true);
-        let mut out = Vec::with_capacity((range.end - range.start) as usize);
-        let inner = &self.inner;
-        d.entry.read(
-            range.start,
-            range.end - range.start,
-            &mut out,
-            &mut |from, n, buf| {
-                let got = self.runtime.block_on(inner.get(full, Some(from..from + n)));
-                // Kept by `absorb` where it agrees with the version.
-                let fetched = inner.absorb(full, from, Some(d), got)?;
-                agrees.set(agrees.get() && fetched.agrees);
-                buf.extend_from_slice(&fetched.bytes);
-                Ok(())
-            },
-            &mut |_| None,
-        )?;
-        Ok((Bytes::from(out), agrees.get()))
-    }
-
-    /// Starts fetching `range` of `full` in the background, in parts of at most
-    /// [`AHEAD_PART`], except what is kept (in memory or on disk) or being fetched
-    /// already.
-    fn fetch_ahead(&self, full: &str, range: Range<u64>, disk: Option<&ObjectDisk>) {
-        let mut parts = Vec::new();
-        plan(&mut self.state(), full, range, AHEAD_PART, disk, &mut parts);
-        for f in parts {
-            let inner = self.inner.clone();
-            let full = full.to_string();
-            self.runtime.spawn(async move {
-                let mut unfinished = Unfinished {
-                    inner: inner.clone(),
-                    fetches: vec![f.clone()],
-                };
-                let r = inner.get(&full, Some(f.range.clone())).await;
-                unfinished.fetches.clear();
-                inner.complete(&f, r);
-            });
-        }
-    }
-
     /// What a listing or a response told of `full`.
-    fn facts(&self, full: &str) -> Option<Facts> {
+    pub(crate) fn facts(&self, full: &str) -> Option<Facts> {
         self.state().objects.get(full).cloned()
     }
 
     /// The size of `full` if a listing or a response told it.
-    fn known_size(&self, full: &str) -> Option<u64> {
+    pub(crate) fn known_size(&self, full: &str) -> Option<u64> {
         self.facts(full).map(|f| f.size)
     }
 
@@ -413,7 +131,12 @@ impl S3Store {
     /// listing told the object's version: listed here if it was not yet (one listing
     /// of its folder, which tells its neighbours' too). A cache that fails is passed
     /// by, said in the log.
-    fn object_disk(&self, key: &str, full: &str, may_list: bool) -> Result<Option<ObjectDisk>> {
+    pub(crate) fn object_disk(
+        &self,
+        key: &str,
+        full: &str,
+        may_list: bool,
+    ) -> Result<Option<ObjectDisk>> {
         let Some(cache) = &self.inner.disk else {
             return Ok(None);
         };
@@ -446,410 +169,6 @@ impl S3Store {
             }
         }
     }
-}
-
-/// Plans a read of `range` of `full`: kept bytes where there are some, fetches under way
-/// (for the same version) where they cover it, blocks of the disk entry (`disk`) that it
-/// holds, and new fetches (registered, so other readers wait for them rather than ask
-/// again, and pushed to `own`) for the gaps, each cut into parts of at most `largest`
-/// bytes.
-fn plan(
-    state: &mut State,
-    full: &str,
-    range: Range<u64>,
-    largest: u64,
-    disk: Option<&ObjectDisk>,
-    own: &mut Vec<Arc<Fetch>>,
-) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    let mut pos = range.start;
-    while pos < range.end {
-        if let Some((start, bytes)) = state.cache.segment_at(full, pos) {
-            pos = start + bytes.len() as u64;
-            pieces.push(Piece::Kept(start, bytes));
-            continue;
-        }
-        if let Some(f) = state
-            .inflight
-            .iter()
-            .find(|f| f.serves(full, disk) && f.range.contains(&pos))
-        {
-            pos = f.range.end;
-            pieces.push(Piece::Fetching(f.clone()));
-            continue;
-        }
-        let mut end = gap_end(state, full, pos, range.end);
-        if let Some(d) = disk {
-            // A run of blocks the entry holds, or up to the next one it holds.
-            let held = d.entry.holds(pos / BLOCK);
-            let mut b = pos / BLOCK + 1;
-            while b * BLOCK < end && d.entry.holds(b) == held {
-                b += 1;
-            }
-            end = end.min(b * BLOCK);
-            if held {
-                pieces.push(Piece::Disk(pos..end));
-                pos = end;
-                continue;
-            }
-        }
-        for part in parts::split(pos..end, largest) {
-            let f = Fetch::new(full, part, disk);
-            state.inflight.push(f.clone());
-            own.push(f.clone());
-            pieces.push(Piece::Fetching(f));
-        }
-        pos = end;
-    }
-    pieces
-}
-
-/// Where a gap starting at `pos` ends: at `end`, or earlier where kept bytes or a fetch
-/// under way begin.
-fn gap_end(state: &State, full: &str, pos: u64, end: u64) -> u64 {
-    let kept = state.cache.next_start(full, pos).unwrap_or(u64::MAX);
-    let fetching = state
-        .inflight
-        .iter()
-        .filter(|f| f.key == full && f.range.start > pos)
-        .map(|f| f.range.start)
-        .min()
-        .unwrap_or(u64::MAX);
-    end.min(kept).min(fetching)
-}
-
-/// Runs `attempt` until it succeeds, fails for good (a missing object, refused
-/// credentials, bad bytes), or `budget` has passed since the first try, with backoff.
-/// The client retries what it knows (5xx, throttling, connection errors); this catches
-/// what it gives up on early (a connection closed before its answer, a body cut short
-/// where it cannot resume), so every transient failure gets the same time.
-async fn retrying<T, F, Fut>(budget: Duration, mut attempt: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
-        match attempt().await {
-            Err(e) if e.is_transient() && start.elapsed() < budget => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(2));
-            }
-            result => return result,
-        }
-    }
-}
-
-impl Inner {
-    /// A GET of `full` (the whole object, or `range`), retried within the budget.
-    async fn get(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
-        observed(retrying(self.retry_timeout, || {
-            self.get_once(full, range.clone())
-        }))
-        .await
-    }
-
-    /// One GET of `full` (the whole object, or `range`), retried by the client; the
-    /// body must be exactly as long as asked.
-    async fn get_once(&self, full: &str, range: Option<Range<u64>>) -> Result<Got> {
-        let path = object_path(full)?;
-        let options = GetOptions {
-            range: range.clone().map(GetRange::Bounded),
-            ..GetOptions::default()
-        };
-        let failed = |e: object_store::Error| {
-            s3_error(
-                &self.bucket,
-                full,
-                range.as_ref(),
-                e,
-                failure::seen().as_ref(),
-            )
-        };
-        let result = self.client.get_opts(&path, options).await.map_err(failed)?;
-        let etag = result.meta.e_tag.clone();
-        let size = result.meta.size;
-        let modified = result.meta.last_modified.timestamp();
-        let bytes = result.bytes().await.map_err(failed)?;
-        let want = range.as_ref().map_or(size, |r| r.end - r.start);
-        if bytes.len() as u64 != want {
-            if let Some(r) = range.as_ref().filter(|r| r.end > size) {
-                return Err(past_end(full, r.start, r.end - r.start, size));
-            }
-            return Err(Error::io(
-                Place::file(full),
-                std::io::Error::other(format!(
-                    "{}: the server sent {} bytes, {want} expected (a truncated body or a \
-                     wrong Content-Length)",
-                    describe(&self.bucket, full, range.as_ref()),
-                    bytes.len()
-                )),
-            ));
-        }
-        Ok(Got {
-            bytes,
-            etag,
-            size,
-            modified,
-        })
-    }
-
-    /// Takes in what a GET of `full` from `start` returned: its size, ETag and bytes
-    /// kept in memory, and on disk (`disk`) when the response agrees with the version
-    /// the disk entry is for. A response that does not agree (the object changed since
-    /// it was listed) makes the object's facts forgotten: the next read lists it again.
-    fn absorb(
-        &self,
-        full: &str,
-        start: u64,
-        disk: Option<&ObjectDisk>,
-        got: Result<Got>,
-    ) -> Result<Fetched> {
-        let got = got?;
-        let agrees = disk.is_none_or(|d| d.version.agrees(got.answer()));
-        if let (Some(d), Some(cache), true) = (disk, &self.disk, agrees) {
-            d.entry.keep(start, &got.bytes, &mut |n| cache.admit(n));
-        }
-        if !agrees && !self.disagreed.swap(true, Ordering::AcqRel) {
-            log::warn!(
-                "s3://{}/{full}: the object is not the one its listing described (ETag {:?}, \
-                 {} bytes, where the listing said {}): read again (said once)",
-                self.bucket,
-                got.etag,
-                got.size,
-                disk.map(|d| d.version.text()).unwrap_or_default()
-            );
-        }
-        let mut state = lock(&self.state);
-        if agrees {
-            remember_size(&mut state, full, got.size);
-        } else {
-            state.objects.remove(full);
-        }
-        let etag = got.etag.unwrap_or_default();
-        state.cache.insert(full, &etag, start, got.bytes.clone());
-        Ok(Fetched {
-            bytes: got.bytes,
-            agrees,
-        })
-    }
-
-    /// Ends fetch `f` with `result`: kept (on disk before any waiter is woken), no
-    /// longer under way, waiters woken.
-    fn complete(&self, f: &Arc<Fetch>, result: Result<Got>) {
-        let fetched = self.absorb(&f.key, f.range.start, f.disk.as_ref(), result);
-        lock(&self.state).inflight.retain(|o| !Arc::ptr_eq(o, f));
-        *lock(&f.result) = Some(fetched);
-        f.done.notify_all();
-    }
-}
-
-/// Notes the size a response gave for `full`; a size other than its listing's means
-/// the object changed: the listed version no longer names its bytes.
-fn remember_size(state: &mut State, full: &str, size: u64) {
-    if let Some(f) = state.objects.get_mut(full) {
-        if f.size != size {
-            *f = Facts {
-                size,
-                version: None,
-            };
-        }
-        return;
-    }
-    if state.objects.len() >= KEPT_OBJECTS {
-        state.objects.clear();
-    }
-    state.objects.insert(
-        full.to_string(),
-        Facts {
-            size,
-            version: None,
-        },
-    );
-}
-
-/// Notes what a listing says of `full`: its size and version. Kept bytes of another
-/// version are no longer served from memory (the disk keys them by version).
-fn remember_listed(state: &mut State, full: &str, version: Version) {
-    match &version.etag {
-        Some(etag) => state.cache.set_etag(full, etag),
-        None => {
-            let before = state.objects.get(full).and_then(|f| f.version.as_deref());
-            if before.is_some_and(|v| *v != version) {
-                state.cache.forget_etag(full);
-            }
-        }
-    }
-    if state.objects.len() >= KEPT_OBJECTS && !state.objects.contains_key(full) {
-        state.objects.clear();
-    }
-    state.objects.insert(
-        full.to_string(),
-        Facts {
-            size: version.size,
-            version: Some(Arc::new(version)),
-        },
-    );
-}
-
-fn object_path(full: &str) -> Result<ObjectPath> {
-    ObjectPath::parse(full)
-        .map_err(|e| Error::InvalidArgument(format!("{full:?}: not an object key: {e}")))
-}
-
-/// `s3://bucket/key bytes a..b`.
-fn describe(bucket: &str, full: &str, range: Option<&Range<u64>>) -> String {
-    match range {
-        Some(r) => format!("s3://{bucket}/{full} bytes {}..{}", r.start, r.end),
-        None => format!("s3://{bucket}/{full}"),
-    }
-}
-
-/// A failed request as an error with the errno a reader should see: ENOENT for a missing
-/// object or bucket, EACCES for refused credentials, EIO for the rest (retries
-/// exhausted); the message names the bucket, key and range and says what the server
-/// answered. Decided from types only: the variant object_store chose, the status and
-/// error document the HTTP layer saw (`seen`, see [`failure`]), the kind of a transport
-/// error; never from the text of object_store's messages.
-fn s3_error(
-    bucket: &str,
-    full: &str,
-    range: Option<&Range<u64>>,
-    e: object_store::Error,
-    seen: Option<&Seen>,
-) -> Error {
-    use std::io::ErrorKind;
-    let status = match seen.and_then(|s| s.last.as_ref()) {
-        Some(Failure::Status { status, .. }) => Some(*status),
-        _ => None,
-    };
-    let kind = match (&e, status) {
-        (object_store::Error::NotFound { .. }, _) | (_, Some(404)) => ErrorKind::NotFound,
-        (object_store::Error::PermissionDenied { .. }, _)
-        | (object_store::Error::Unauthenticated { .. }, _)
-        | (_, Some(401 | 403)) => ErrorKind::PermissionDenied,
-        _ => ErrorKind::Other,
-    };
-    let message = format!("{}: {}", describe(bucket, full, range), answer(&e, seen));
-    Error::io(Place::file(full), std::io::Error::new(kind, message))
-}
-
-/// What the server answered, on one line: the status with its S3 error code and message
-/// (`503 Service Unavailable: SlowDown: Please reduce your request rate.`), or the
-/// transport's failure and its cause (`cannot connect: Connection refused`); then how
-/// many times it was retried, for how long.
-fn answer(e: &object_store::Error, seen: Option<&Seen>) -> String {
-    let last = seen.and_then(|s| s.last.as_ref());
-    let mut out = match (transport(e), last) {
-        // The error itself is a transport failure (a body cut short after the answer
-        // began): it is what happened last.
-        (Some(t), _) => t,
-        (
-            None,
-            Some(Failure::Status {
-                status,
-                reason,
-                code,
-                message,
-            }),
-        ) => {
-            let mut out = match reason {
-                Some(reason) => format!("{status} {reason}"),
-                None => status.to_string(),
-            };
-            for part in [code, message].into_iter().flatten() {
-                out.push_str(": ");
-                out.push_str(part);
-            }
-            out
-        }
-        (None, Some(Failure::Transport { kind, reason })) => {
-            format!("{}: {reason}", failure::kind_words(*kind))
-        }
-        // Nothing typed to go by: object_store's message, shown as it is.
-        (None, None) => match e {
-            object_store::Error::NotFound { .. } => "no such object".to_string(),
-            object_store::Error::PermissionDenied { .. } => "access denied".to_string(),
-            object_store::Error::Unauthenticated { .. } => "not authenticated".to_string(),
-            e => e.to_string().replace(['\n', '\r'], " "),
-        },
-    };
-    if let Some(s) = seen.filter(|s| s.requests > 1) {
-        out.push_str(&format!(
-            " (after {} retries in {:.1}s)",
-            s.requests - 1,
-            s.elapsed().as_secs_f64()
-        ));
-    }
-    out
-}
-
-/// A transport failure in `e`'s causes (object_store keeps reqwest's error as an
-/// [`HttpError`], public and typed), as `kind: innermost cause`.
-fn transport(e: &object_store::Error) -> Option<String> {
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        if let Some(h) = c.downcast_ref::<HttpError>() {
-            return Some(format!(
-                "{}: {}",
-                failure::kind_words(h.kind()),
-                failure::innermost(h)
-            ));
-        }
-        cause = c.source();
-    }
-    None
-}
-
-/// The message of an error without the place in front (for one-line open errors, whose
-/// message names the URI already).
-fn source_text(e: &Error) -> String {
-    match e {
-        Error::Io { cause, .. } => cause.to_string(),
-        e => e.to_string(),
-    }
-}
-
-fn build_client(bucket: &str, r: &config::Resolved) -> Result<AmazonS3> {
-    let mut builder = AmazonS3Builder::from_env()
-        .with_http_connector(failure::Connector)
-        .with_bucket_name(bucket)
-        .with_region(&r.region)
-        .with_virtual_hosted_style_request(r.virtual_hosted)
-        .with_skip_signature(r.no_sign_request)
-        .with_retry(RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: Duration::from_millis(50),
-                max_backoff: Duration::from_secs(2),
-                base: 2.0,
-            },
-            // Bounded by time, not count: a burst of throttling gets the whole budget
-            // (half here; `retrying` tries again within the rest).
-            max_retries: usize::MAX,
-            retry_timeout: r.retry_timeout / 2,
-        })
-        .with_client_options(
-            ClientOptions::new()
-                .with_allow_http(true)
-                .with_connect_timeout(Duration::from_secs(5))
-                .with_timeout(Duration::from_secs(120)),
-        );
-    if let Some(endpoint) = &r.endpoint {
-        builder =
-            builder.with_endpoint(config::bucket_endpoint(endpoint, bucket, r.virtual_hosted));
-    }
-    if let Some((id, secret, token)) = &r.keys {
-        builder = builder
-            .with_access_key_id(id)
-            .with_secret_access_key(secret);
-        if let Some(token) = token {
-            builder = builder.with_token(token);
-        }
-    }
-    builder
-        .build()
-        .map_err(|e| Error::InvalidArgument(format!("s3://{bucket}: {e}")))
 }
 
 impl Store for S3Store {
@@ -1067,138 +386,22 @@ impl Store for S3Store {
     }
 }
 
-impl S3Store {
-    /// [`Store::read`]; `ahead`: whether a sequential reader's next bytes may be fetched
-    /// ahead of these.
-    fn read_ranges(&self, key: &str, ranges: &mut [RangeRead<'_>], ahead: bool) -> Result<()> {
-        check_key(key)?;
-
-        let full = self.full(key);
-        let check = |known: Option<u64>| {
-            for r in ranges.iter() {
-                let past = match r.offset.checked_add(r.len) {
-                    None => true,
-                    Some(end) => known.is_some_and(|size| end > size),
-                };
-                if past {
-                    return Err(past_end(key, r.offset, r.len, known.unwrap_or(0)));
-                }
-            }
-            Ok(())
-        };
-        check(self.known_size(&full))?;
-        let wanted: Vec<Range<u64>> = ranges
-            .iter()
-            .map(|r| r.offset..r.offset + r.len)
-            .filter(|r| !r.is_empty())
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        // With a disk cache, an object not listed yet is listed here (its size is then
-        // known too).
-        let mut disk = self.object_disk(key, &full, true)?;
-        check(self.known_size(&full))?;
-        // Errors name the key relative to the root, as other stores do.
-        let relative = |e: Error| match e {
-            Error::Corrupt { reason, .. } => Error::corrupt(Place::file(key), reason),
-            Error::Io { cause, .. } => Error::Io {
-                place: Box::new(Place::file(key)),
-                cause,
-            },
-            e => e,
-        };
-        // A response that disagrees with the listed version (the object was rewritten)
-        // makes the read start over: listed again, then, should it disagree once more
-        // (a server whose listings and responses never agree), without the disk.
-        let mut attempt = 0;
-        let pieces = loop {
-            // Whole blocks, so the disk cache can keep every byte fetched.
-            let asked: Vec<Range<u64>> = match &disk {
-                Some(d) => wanted
-                    .iter()
-                    .map(|r| parts::widen(r.clone(), d.entry.size()))
-                    .collect(),
-                None => wanted.clone(),
-            };
-            match self
-                .fetch_ranges(&full, &asked, disk.as_ref())
-                .map_err(relative)?
-            {
-                Outcome::Read(pieces) => break pieces,
-                Outcome::Changed => attempt += 1,
-            }
-            disk = match attempt {
-                1 => self.object_disk(key, &full, true).map_err(relative)?,
-                _ => {
-                    if !self.inner.unreliable_versions.swap(true, Ordering::AcqRel) {
-                        log::warn!(
-                            "{}: the server's answers for {full} disagreed twice in a row \
-                             with its listing: fetched bytes are no longer kept in the disk \
-                             cache",
-                            self.uri()
-                        );
-                    }
-                    None
-                }
-            };
-        };
-        let mut pieces = pieces.into_iter();
-        for r in ranges.iter_mut().filter(|r| r.len > 0) {
-            let parts = pieces.next().unwrap_or_default();
-            r.out.reserve(r.len as usize);
-            let (mut pos, end) = (r.offset, r.offset + r.len);
-            for (start, bytes) in parts {
-                // Pieces in order, each from at most where the last one ended: a gap
-                // leaves the range short, which is reported below.
-                if start > pos || pos >= end {
-                    break;
-                }
-                let from = (pos - start) as usize;
-                let to = ((end.min(start + bytes.len() as u64)) - start) as usize;
-                if let Some(part) = bytes.get(from..to) {
-                    r.out.extend_from_slice(part);
-                    pos = start + to as u64;
-                }
-            }
-            // The server (or a cached object) gave fewer bytes than the range: an error
-            // that names them, never a short buffer the caller would decode.
-            if pos != end {
-                return Err(Error::corrupt(
-                    Place::file(key),
-                    format!(
-                        "bytes {}..{end} were asked, only {}..{pos} came back",
-                        r.offset, r.offset
-                    ),
-                ));
-            }
-        }
-        if !ahead {
-            return Ok(());
-        }
-        // A sequential reader's next bytes, fetched ahead.
-        let size = self.known_size(&full).unwrap_or(0);
-        let next: Vec<Range<u64>> = {
-            let mut state = self.state();
-            wanted
-                .iter()
-                .filter_map(|r| state.windows.on_read(&full, r.clone(), size))
-                .collect()
-        };
-        for range in next {
-            let range = match &disk {
-                Some(d) => parts::widen(range, d.entry.size()),
-                None => range,
-            };
-            self.fetch_ahead(&full, range, disk.as_ref());
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::s3::cache::ByteCache;
+    use crate::storage::s3::client::build_client;
+    use crate::storage::s3::config;
+    use crate::storage::s3::failure::{Failure, Seen};
+    use crate::storage::s3::inflight::Fetch;
+    use crate::storage::s3::request::Unfinished;
+    use crate::storage::s3::state::State;
+    use crate::storage::s3::window::Windows;
+    use object_store::client::HttpError;
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Mutex;
+    use std::time::Duration;
 
     fn inner() -> Arc<Inner> {
         let resolved = config::Resolved {
