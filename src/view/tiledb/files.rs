@@ -14,7 +14,7 @@ use crate::view::{FileTree, Lifetime};
 
 use super::array_tree::ArrayTree;
 use super::faces::{self, At, Face, FaceId, Table};
-use super::node::{Folder, Node, Served};
+use super::node::{Node, Served};
 use super::{json, zarr};
 
 impl ArrayTree {
@@ -194,27 +194,18 @@ impl ArrayTree {
     }
 
     pub(super) fn node_lifetime(&self, node: &Node) -> Lifetime {
-        match node {
-            // A fragment folder may be vacuumed; what is inside never changes.
-            Node::Fragment(_) => Lifetime::Changing,
-            Node::FolderFile(folder, _) => faces::lifetime(*folder),
-            Node::FieldFile(of, _) | Node::EnumFile(of, _) => faces::lifetime(of.folder),
-            Node::Field(of) | Node::Enum(of) => match of.folder {
-                Folder::Fragment(_) => Lifetime::Immutable,
-                Folder::State(_) => Lifetime::Changing,
+        match node.served() {
+            // A face's file lives as the files of its folder do.
+            Served::FolderFace(folder, _) => faces::lifetime(folder),
+            Served::FieldFace(of, _) | Served::EnumFile(of, _) => faces::lifetime(of.folder),
+            Served::Zarr(..) => Lifetime::Snapshot,
+            // A fragment folder may be vacuumed; the folders inside it never change.
+            // The other folders change with the array.
+            Served::Folder => match (node, node.fragment()) {
+                (Node::Fragment(_), _) | (_, None) => Lifetime::Changing,
+                (_, Some(_)) => Lifetime::Immutable,
             },
-            Node::Zarr(..) => Lifetime::Snapshot,
-            Node::Root
-            | Node::ArrayJson
-            | Node::MetadataJson
-            | Node::SchemaJson
-            | Node::SchemasDir
-            | Node::SchemaFile(_)
-            | Node::FragmentsDir
-            | Node::AtDir
-            | Node::State(_)
-            | Node::LabelsDir
-            | Node::Label(_) => Lifetime::Changing,
+            Served::ArrayFile | Served::Label(_) => Lifetime::Changing,
         }
     }
 
