@@ -86,7 +86,22 @@ impl ArrayTree {
             // Any timestamp opens by name, listed or not.
             Node::AtDir => self.lookup_at(name),
             Node::Zarr(w, z) => self.zarr_lookup(*w, z, name),
-            dir => self
+            // The other folders, by their listing (a file lists nothing: not found).
+            dir @ (Node::Root
+            | Node::ArrayJson
+            | Node::MetadataJson
+            | Node::SchemaJson
+            | Node::SchemasDir
+            | Node::SchemaFile(_)
+            | Node::Fragment(_)
+            | Node::State(_)
+            | Node::FolderFile(..)
+            | Node::Field(_)
+            | Node::FieldFile(..)
+            | Node::Enum(_)
+            | Node::EnumFile(..)
+            | Node::LabelsDir
+            | Node::Label(_)) => self
                 .list_nodes(dir)?
                 .into_iter()
                 .find(|(n, _)| n == name)
