@@ -12,6 +12,7 @@ pub mod envi;
 pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
+pub mod thrift;
 pub mod tiff;
 pub mod value;
 pub mod zarr;
