@@ -1,6 +1,6 @@
 //! File format writers: the byte layouts of the files fragfs makes (netCDF classic,
-//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata), as `format/` is for the
-//! files it parses.
+//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata, Parquet), as `format/` is
+//! for the files it parses.
 //!
 //! Sans-IO like `format/`: a writer takes a description of what the file holds (shape,
 //! types, names, attributes) and gives the header bytes and the byte map of where each
@@ -12,6 +12,8 @@ pub mod envi;
 pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
+pub mod parquet;
+pub mod thrift;
 pub mod tiff;
 pub mod value;
 pub mod zarr;
