@@ -24,7 +24,7 @@ struct Inner<F> {
     open: usize,
 }
 
-pub(crate) struct Pins<F> {
+pub(super) struct Pins<F> {
     inner: Mutex<Inner<F>>,
     budget: usize,
 }
@@ -38,7 +38,7 @@ impl<F> std::fmt::Debug for Pins<F> {
 }
 
 /// What a look-up finds.
-pub(crate) enum Pinned<F> {
+pub(super) enum Pinned<F> {
     /// Not pinned.
     No,
     /// Pinned, with its descriptor.
@@ -51,7 +51,7 @@ pub(crate) enum Pinned<F> {
 /// The descriptors a store may hold, from the soft `RLIMIT_NOFILE`: files kept open
 /// for speed (a quarter of the limit, 16 to `kept`) and pinned files (half the limit
 /// less those, at least 32). FUSE, sockets and the rest of the process need the rest.
-pub(crate) fn descriptor_budget(kept: usize) -> (usize, usize) {
+pub(super) fn descriptor_budget(kept: usize) -> (usize, usize) {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -67,7 +67,7 @@ pub(crate) fn descriptor_budget(kept: usize) -> (usize, usize) {
 }
 
 impl<F: Clone> Pins<F> {
-    pub(crate) fn new(budget: usize) -> Pins<F> {
+    pub(super) fn new(budget: usize) -> Pins<F> {
         Pins {
             inner: Mutex::new(Inner {
                 files: HashMap::new(),
@@ -82,7 +82,7 @@ impl<F: Clone> Pins<F> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn get(&self, key: &str) -> Pinned<F> {
+    pub(super) fn get(&self, key: &str) -> Pinned<F> {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
@@ -99,7 +99,7 @@ impl<F: Clone> Pins<F> {
     }
 
     /// One more pin of `key`, whose file is `file`.
-    pub(crate) fn add(&self, key: &str, file: F) {
+    pub(super) fn add(&self, key: &str, file: F) {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
@@ -118,7 +118,7 @@ impl<F: Clone> Pins<F> {
     }
 
     /// The descriptor of a pinned file opened again.
-    pub(crate) fn reopened(&self, key: &str, file: F) {
+    pub(super) fn reopened(&self, key: &str, file: F) {
         let mut inner = self.lock();
         let Some(e) = inner.files.get_mut(key) else {
             return;
@@ -131,7 +131,7 @@ impl<F: Clone> Pins<F> {
     }
 
     /// One pin of `key` less; the last one forgets the file.
-    pub(crate) fn remove(&self, key: &str) {
+    pub(super) fn remove(&self, key: &str) {
         let mut inner = self.lock();
         let Some(e) = inner.files.get_mut(key) else {
             return;
@@ -166,7 +166,7 @@ impl<F: Clone> Pins<F> {
 
     /// Descriptors held, and files pinned.
     #[cfg(test)]
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    pub(super) fn counts(&self) -> (usize, usize) {
         let inner = self.lock();
         (inner.open, inner.files.len())
     }

@@ -153,7 +153,7 @@ impl Gather<'_> {
 impl Merged {
     /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
     /// field `f`, each run put in byte order `order` once copied.
-    pub(crate) fn gather_runs(
+    pub(super) fn gather_runs(
         &self,
         f: usize,
         validity: bool,

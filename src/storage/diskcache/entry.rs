@@ -100,11 +100,11 @@ pub struct ReadOutcome {
     pub damaged: u64,
 }
 
-pub(crate) fn data_path(base: &Path) -> PathBuf {
+pub(super) fn data_path(base: &Path) -> PathBuf {
     with_suffix(base, "data")
 }
 
-pub(crate) fn index_path(base: &Path) -> PathBuf {
+pub(super) fn index_path(base: &Path) -> PathBuf {
     with_suffix(base, "idx")
 }
 
@@ -131,13 +131,13 @@ fn header(key: &str, size: u64) -> Vec<u8> {
 }
 
 /// The length of the index of a file of `size` bytes with key `key`.
-pub(crate) fn index_len(key: &str, size: u64) -> u64 {
+pub(super) fn index_len(key: &str, size: u64) -> u64 {
     header(key, size).len() as u64 + blocks_of(size) * RECORD
 }
 
 /// The file size the index of the entry at `base` records, read from its header alone
 /// (what [`Entry::open`] is then given to check it against); `None` without an index.
-pub(crate) fn recorded_size(base: &Path) -> Option<u64> {
+pub(super) fn recorded_size(base: &Path) -> Option<u64> {
     let mut head = [0u8; 16];
     private::open_read(&index_path(base))
         .ok()?
@@ -149,7 +149,7 @@ pub(crate) fn recorded_size(base: &Path) -> Option<u64> {
 
 /// What an index at `path` says, without its key: the file's size, and how many of its
 /// blocks are valid (by their records). `None` for what is not an index.
-pub(crate) fn index_summary(path: &Path) -> Option<(u64, u64, u64)> {
+pub(super) fn index_summary(path: &Path) -> Option<(u64, u64, u64)> {
     let mut bytes = Vec::new();
     private::open_read(path)
         .ok()?
@@ -211,7 +211,7 @@ impl Entry {
     /// Opens the entry at `base` if its index holds exactly `key` with `size` bytes;
     /// `Ok(None)` when it is absent, or unusable (another key, a damaged header, a data
     /// file of the wrong size): the caller makes a new one.
-    pub(crate) fn open(base: &Path, key: &str, size: u64) -> Result<Option<Entry>> {
+    pub(super) fn open(base: &Path, key: &str, size: u64) -> Result<Option<Entry>> {
         let index_path = index_path(base);
         let Some(mut index) = open_part(&index_path)? else {
             return Ok(None);
@@ -275,7 +275,7 @@ impl Entry {
     /// index of absent blocks, written aside and renamed into place, so no reader ever
     /// sees half an index. Files are made new (`O_EXCL`, never through a link): one that
     /// appeared meanwhile fails the creation rather than being written through.
-    pub(crate) fn create(base: &Path, key: &str, size: u64) -> Result<Entry> {
+    pub(super) fn create(base: &Path, key: &str, size: u64) -> Result<Entry> {
         let index_path = index_path(base);
         let data_path = data_path(base);
         let create = |path: &Path| private::create_new(path).map_err(|e| io(path, e));
@@ -363,7 +363,7 @@ impl Entry {
             .sum()
     }
 
-    pub(crate) fn retire(&self) {
+    pub(super) fn retire(&self) {
         self.retired.store(true, Ordering::Release);
     }
 
@@ -400,11 +400,11 @@ impl Entry {
     }
 
     /// Marks a background check asked for: false if one is already.
-    pub(crate) fn begin_check(&self) -> bool {
+    pub(super) fn begin_check(&self) -> bool {
         !self.checking.swap(true, Ordering::AcqRel)
     }
 
-    pub(crate) fn end_check(&self) {
+    pub(super) fn end_check(&self) {
         self.checking.store(false, Ordering::Release);
     }
 

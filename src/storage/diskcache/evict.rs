@@ -28,7 +28,7 @@ use super::entry;
 use super::folder::Folder;
 
 /// One entry as a scan found it.
-pub(crate) struct Scanned {
+pub(super) struct Scanned {
     /// Without the `.data`/`.idx` suffix.
     pub base: PathBuf,
     /// Every file of the entry (`.idx`, `.data`, an index being made aside).
@@ -48,7 +48,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> Option<u64> {
 
 /// Every entry under `root` with its size on disk and last use. Links are never
 /// followed (a link is counted as itself, and removed with its entry).
-pub(crate) fn scan(root: &Path) -> Vec<Scanned> {
+pub(super) fn scan(root: &Path) -> Vec<Scanned> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -102,7 +102,7 @@ fn unused_since(s: &Scanned) -> bool {
 impl Folder {
     /// Asks for a pass that makes room for `wanted` bytes, starting the thread on first
     /// need. Never waits.
-    pub(crate) fn evict_later(&self, wanted: u64) {
+    pub(super) fn evict_later(&self, wanted: u64) {
         self.evictions.kick(wanted);
         let mut thread = self.evictions.thread();
         if !thread.tried && !self.evictions.stopping() {
