@@ -30,7 +30,7 @@ impl ArrayTree {
             Served::Zarr(w, z) if !z.is_dir() => (Folder::State(w), format!("zarr {z:?}")),
             // Folders; the array-level files, which a rescan changes; a label's nodes
             // were asked of the label's tree above.
-            Served::Folder | Served::ArrayFile | Served::Zarr(..) | Served::Label(_) => {
+            Served::Folder | Served::ArrayFile(_) | Served::Zarr(..) | Served::Label(_) => {
                 return None
             }
         };

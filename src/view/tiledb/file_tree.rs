@@ -154,7 +154,7 @@ impl FileTree for ArrayTree {
                 face.read_ahead(&at, offset, len)
             }
             // Rendered whole on first read, or read through as they come.
-            Served::ArrayFile | Served::EnumFile(..) | Served::Zarr(..) => Ok(()),
+            Served::ArrayFile(_) | Served::EnumFile(..) | Served::Zarr(..) => Ok(()),
             Served::Folder | Served::Label(_) => Ok(()),
         }
     }
@@ -233,7 +233,7 @@ impl FileTree for ArrayTree {
             Served::FolderFace(_, id) => Folder::face(id).mime(),
             Served::FieldFace(_, id) => FieldOf::face(id).mime(),
             Served::Folder
-            | Served::ArrayFile
+            | Served::ArrayFile(_)
             | Served::EnumFile(..)
             | Served::Zarr(..)
             | Served::Label(_) => mime::of_name(name),

@@ -14,7 +14,7 @@ use crate::view::{FileTree, Lifetime};
 
 use super::array_tree::ArrayTree;
 use super::faces::{self, At, Face, FaceId, Table};
-use super::node::{Node, Served};
+use super::node::{ArrayFile, Node, Served};
 use super::{json, zarr};
 
 impl ArrayTree {
@@ -48,7 +48,7 @@ impl ArrayTree {
                 face.known_size(&at)
             }
             Served::Zarr(w, z) => self.zarr_known_size(ino, w, z),
-            Served::Folder | Served::ArrayFile | Served::EnumFile(..) | Served::Label(_) => {
+            Served::Folder | Served::ArrayFile(_) | Served::EnumFile(..) | Served::Label(_) => {
                 self.file_size(ino, node).map(Some)
             }
         }
@@ -98,7 +98,7 @@ impl ArrayTree {
                 face.size(&at)?
             }
             Served::Zarr(w, z) => self.zarr_size(ino, w, z)?,
-            Served::ArrayFile | Served::EnumFile(..) => {
+            Served::ArrayFile(_) | Served::EnumFile(..) => {
                 self.rendered_file(ino, node)?.len("a rendered file")?
             }
         })
@@ -120,10 +120,13 @@ impl ArrayTree {
 
     /// The array-level JSON files and the files of `enumeration/`, rendered.
     pub(super) fn rendered_file(&self, ino: Ino, node: &Node) -> Result<Rendered> {
-        let generation = match node.served() {
-            Served::EnumFile(of, _) => self.generation_of(of.folder),
-            // The array-level files change with a rescan.
-            Served::ArrayFile => self.generation(),
+        let file = match node.served() {
+            Served::EnumFile(of, file) => {
+                return self.rendered(ino, self.generation_of(of.folder), || {
+                    self.enum_file(&of, file)
+                })
+            }
+            Served::ArrayFile(file) => file,
             Served::Folder
             | Served::FolderFace(..)
             | Served::FieldFace(..)
@@ -135,13 +138,14 @@ impl ArrayTree {
                 )))
             }
         };
-        if *node == Node::ArrayJson {
+        if let ArrayFile::Array = file {
             self.refresh_if_stale();
         }
-        self.rendered(ino, generation, || {
+        // The array-level files change with a rescan.
+        self.rendered(ino, self.generation(), || {
             let array = self.array();
-            let value = match node {
-                Node::ArrayJson => {
+            let value = match file {
+                ArrayFile::Array => {
                     let mut value = json::array(&array);
                     if let Some(map) = value.as_object_mut() {
                         let schema = &array.latest_schema().schema;
@@ -153,41 +157,22 @@ impl ArrayTree {
                     }
                     value
                 }
-                Node::SchemaJson => {
+                ArrayFile::Schema => {
                     let s = array.latest_schema();
                     json::schema(&s.name, &s.schema)
                 }
-                Node::SchemaFile(name) => {
+                ArrayFile::SchemaNamed(name) => {
                     let s = array
                         .schemas
                         .iter()
-                        .find(|s| &s.name == name)
+                        .find(|s| s.name == name)
                         .ok_or_else(|| Error::NotFound(format!("schema {name}")))?;
                     json::schema(&s.name, &s.schema)
                 }
-                Node::MetadataJson => json::metadata(&crate::array::metadata::load_metadata(
+                ArrayFile::Metadata => json::metadata(&crate::array::metadata::load_metadata(
                     &*array.store,
                     array.options.key,
                 )?),
-                Node::EnumFile(of, file) => return self.enum_file(of, *file),
-                Node::Root
-                | Node::SchemasDir
-                | Node::FragmentsDir
-                | Node::Fragment(_)
-                | Node::AtDir
-                | Node::State(_)
-                | Node::FolderFile(..)
-                | Node::Field(_)
-                | Node::FieldFile(..)
-                | Node::Enum(_)
-                | Node::LabelsDir
-                | Node::Label(_)
-                | Node::Zarr(..) => {
-                    return Err(Error::IsDirectory(format!(
-                        "{} is not a rendered file",
-                        self.describe(node)
-                    )))
-                }
             };
             Ok(json::to_bytes(&value))
         })
@@ -205,7 +190,7 @@ impl ArrayTree {
                 (Node::Fragment(_), _) | (_, None) => Lifetime::Changing,
                 (_, Some(_)) => Lifetime::Immutable,
             },
-            Served::ArrayFile | Served::Label(_) => Lifetime::Changing,
+            Served::ArrayFile(_) | Served::Label(_) => Lifetime::Changing,
         }
     }
 
@@ -227,7 +212,7 @@ impl ArrayTree {
                 face.read_into(&at, offset, len, out)
             }
             Served::Zarr(w, z) => self.zarr_read_into(ino, w, z, offset, len, out),
-            Served::ArrayFile | Served::EnumFile(..) => {
+            Served::ArrayFile(_) | Served::EnumFile(..) => {
                 let rendered = self.rendered_file(ino, node)?;
                 rendered.read_into("a rendered file", offset, len, out)
             }

@@ -115,7 +115,7 @@ pub(super) enum Served<'a> {
     Folder,
     /// An array-level file rendered whole (`array.json`, `metadata.json`, `schema.json`,
     /// `schemas/<name>.json`): it changes with a rescan.
-    ArrayFile,
+    ArrayFile(ArrayFile<'a>),
     /// A file of `enumeration/`, rendered whole.
     EnumFile(FieldOf, EnumFile),
     /// A face of a fragment or state folder's table.
@@ -126,6 +126,19 @@ pub(super) enum Served<'a> {
     Zarr(When, &'a ZNode),
     /// A node of a dimension label's tree: the label's tree answers.
     Label(Inside<usize>),
+}
+
+/// An array-level file rendered whole.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ArrayFile<'a> {
+    /// `array.json`.
+    Array,
+    /// `metadata.json`.
+    Metadata,
+    /// `schema.json`: the newest schema.
+    Schema,
+    /// `schemas/<name>.json`, by schema file name.
+    SchemaNamed(&'a str),
 }
 
 impl Node {
@@ -141,9 +154,10 @@ impl Node {
             | Node::Field(_)
             | Node::Enum(_)
             | Node::LabelsDir => Served::Folder,
-            Node::ArrayJson | Node::MetadataJson | Node::SchemaJson | Node::SchemaFile(_) => {
-                Served::ArrayFile
-            }
+            Node::ArrayJson => Served::ArrayFile(ArrayFile::Array),
+            Node::MetadataJson => Served::ArrayFile(ArrayFile::Metadata),
+            Node::SchemaJson => Served::ArrayFile(ArrayFile::Schema),
+            Node::SchemaFile(name) => Served::ArrayFile(ArrayFile::SchemaNamed(name)),
             Node::EnumFile(of, file) => Served::EnumFile(*of, *file),
             Node::FolderFile(folder, id) => Served::FolderFace(*folder, *id),
             Node::FieldFile(of, id) => Served::FieldFace(*of, *id),
@@ -158,7 +172,7 @@ impl Node {
         match self.served() {
             Served::Folder | Served::Label(_) => Kind::Dir,
             Served::Zarr(_, z) if z.is_dir() => Kind::Dir,
-            Served::ArrayFile
+            Served::ArrayFile(_)
             | Served::EnumFile(..)
             | Served::FolderFace(..)
             | Served::FieldFace(..)
@@ -206,7 +220,7 @@ pub(super) fn label_inside(node: &Node) -> Option<Inside<usize>> {
     match node.served() {
         Served::Label(inside) => Some(inside),
         Served::Folder
-        | Served::ArrayFile
+        | Served::ArrayFile(_)
         | Served::EnumFile(..)
         | Served::FolderFace(..)
         | Served::FieldFace(..)
