@@ -289,7 +289,14 @@ fn a_hundred_thousand_fragments_list_in_linear_time_each_once() {
     let long = r#"ls -l "$0" | tail -n +2 | wc -l"#;
     // Per size, the fastest per-entry time of each measurement.
     let mut best = [[f64::INFINITY; 3]; 2];
-    for _ in 0..3 {
+    // At least 3 rounds; up to 8 while a ratio is over the bound, so a round that a busy
+    // machine slowed (the other lanes of the suite) is outvoted, while a listing that
+    // grows faster than linearly (10x per entry here) stays over it in every round.
+    let linear = |best: &[[f64; 3]; 2]| (0..3).all(|k| best[1][k] <= 2.0 * best[0][k]);
+    for round in 0..8 {
+        if round >= 3 && linear(&best) {
+            break;
+        }
         for ((_, tree, mount, n), best) in arrays.iter().zip(&mut best) {
             let dir = mount.path().join("fragments");
             let runs = LARGE / n;
