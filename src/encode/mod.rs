@@ -13,6 +13,7 @@ pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
 pub mod parquet;
+pub mod table;
 pub mod thrift;
 pub mod tiff;
 pub mod value;
