@@ -31,6 +31,12 @@ pub enum ViewKey {
     ChunkIndex(u64),
     /// The encoded bytes of one block of a Zarr chunk's cells (generation, block).
     ChunkBlock(u64, u64),
+    /// A table file's (`cells.parquet`, `cells.arrow`) table and layout, at a
+    /// generation (a [`ViewItem::Shared`]).
+    Table(u64),
+    /// What a table file's writer makes of one group's cells of one column
+    /// (generation, group, column).
+    TableBody(u64, u64, u64),
 }
 
 /// A view item with its owner: the tree (see [`Caches::new_owner`]) and the tree's own
@@ -56,6 +62,12 @@ pub enum ViewItem {
         starts: Vec<u64>,
         complete: bool,
     },
+    /// Anything else a view keeps (a table file's layout...), with what it weighs:
+    /// [`ViewItem::shared`] gives it back as its own type.
+    Shared {
+        item: Arc<dyn std::any::Any + Send + Sync>,
+        weight: u64,
+    },
 }
 
 /// What an entry weighs besides its bytes.
@@ -68,6 +80,7 @@ impl Weigh for ViewItem {
                 ViewItem::Bytes(b) => b.len() as u64,
                 ViewItem::Spilled(b) => b.len(),
                 ViewItem::TextIndex { starts, .. } => starts.len() as u64 * 8,
+                ViewItem::Shared { weight, .. } => *weight,
             }
     }
 }
@@ -78,7 +91,9 @@ impl ViewItem {
     pub fn bytes(&self, what: &str) -> Result<&[u8]> {
         match self {
             ViewItem::Bytes(b) => Ok(b),
-            ViewItem::Spilled(_) | ViewItem::TextIndex { .. } => Err(wrong_item(what, "bytes")),
+            ViewItem::Spilled(_) | ViewItem::TextIndex { .. } | ViewItem::Shared { .. } => {
+                Err(wrong_item(what, "bytes"))
+            }
         }
     }
 
@@ -86,7 +101,20 @@ impl ViewItem {
     pub fn text_index(&self, what: &str) -> Result<(&[u64], bool)> {
         match self {
             ViewItem::TextIndex { starts, complete } => Ok((starts, *complete)),
-            ViewItem::Bytes(_) | ViewItem::Spilled(_) => Err(wrong_item(what, "a text index")),
+            ViewItem::Bytes(_) | ViewItem::Spilled(_) | ViewItem::Shared { .. } => {
+                Err(wrong_item(what, "a text index"))
+            }
+        }
+    }
+
+    /// A shared item of type `T`.
+    pub fn shared<T: Send + Sync + 'static>(&self, what: &str) -> Result<Arc<T>> {
+        match self {
+            ViewItem::Shared { item, .. } => item
+                .clone()
+                .downcast::<T>()
+                .map_err(|_| wrong_item(what, std::any::type_name::<T>())),
+            _ => Err(wrong_item(what, std::any::type_name::<T>())),
         }
     }
 }

@@ -15,6 +15,7 @@
 
 mod array_tree;
 mod cachekeys;
+mod cell_table;
 mod codes;
 mod enums;
 mod faces;

@@ -208,7 +208,7 @@ impl ArrayTree {
     }
 
     /// The columns of a folder's cells: shown name and datatype.
-    fn columns(&self, folder: Folder) -> Result<Vec<(String, Datatype)>> {
+    pub(super) fn columns(&self, folder: Folder) -> Result<Vec<(String, Datatype)>> {
         Ok(match folder {
             Folder::Fragment(f) => {
                 let (_, meta) = self.meta(f)?;
@@ -234,14 +234,14 @@ impl ArrayTree {
             .map(|(e, _)| e))
     }
 
-    fn folder_cell_count(&self, folder: Folder) -> Result<u64> {
+    pub(super) fn folder_cell_count(&self, folder: Folder) -> Result<u64> {
         match folder {
             Folder::Fragment(f) => Ok(self.meta(f)?.1.cell_count()),
             Folder::State(w) => self.merged(w)?.cell_count(),
         }
     }
 
-    fn folder_cells(&self, folder: Folder, column: usize, first: u64, n: u64) -> Result<Cells> {
+    pub(super) fn folder_cells(&self, folder: Folder, column: usize, first: u64, n: u64) -> Result<Cells> {
         match folder {
             Folder::Fragment(f) => self.with_field(f, column, |r| r.cells(first, n)),
             Folder::State(w) => self.merged(w)?.cells(column, first, n),

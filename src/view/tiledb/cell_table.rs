@@ -1,0 +1,518 @@
+//! A folder's cells as a table ([`crate::encode::table`]), for the table files
+//! `cells.parquet` and `cells.arrow`: the same columns and rows as `cells.csv`, cut into
+//! groups — a fragment's by tile, a merged state's by [`STATE_GROUP_ROWS`] cells — with
+//! the facts each group's layout depends on.
+//!
+//! The facts come from the fragment metadata where it records them (tiles' cell counts,
+//! var sizes, null counts from format 11, min/max from format 11, MBRs of sparse
+//! dimensions), so such a file is laid out, sized and listed without a tile decoded.
+//! Where metadata does not say (null counts before format 11, codes with no label,
+//! a merged state's nulls and var sizes) the table is built by reading what it lacks
+//! (validity and offsets, or the codes) once; until then its size shows as a text
+//! file's does.
+
+use std::sync::Arc;
+
+use crate::array::fragment::TileList;
+use crate::array::field::FieldRole;
+use crate::encode::table::{self, Bounds, CellsRef, Chunk, Column, Group, Layout, Table};
+use crate::error::{Error, Place, Result};
+use crate::format::enumeration::Enumeration;
+use crate::read::RawFile;
+use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
+use crate::view::nodes::Ino;
+
+use super::array_tree::ArrayTree;
+use super::json;
+use super::node::{state_dir, FieldOf, Folder};
+
+/// Rows per group of a merged state: bounded, so a reader's row group or record batch
+/// stays a few MiB per column, and large enough that a column chunk's headers are a
+/// small share of it.
+pub(super) const STATE_GROUP_ROWS: u64 = 1 << 16;
+
+/// A table file laid out: its table, the writer's layout, and where each piece starts.
+pub(super) struct Laid {
+    pub table: Table,
+    pub layout: Layout,
+    /// `starts[i]`: the file offset of piece `i`.
+    pub starts: Vec<u64>,
+    /// `first_rows[g]`: the table's row group `g` starts at.
+    pub first_rows: Vec<u64>,
+}
+
+impl Laid {
+    pub fn new(table: Table, layout: Layout) -> Laid {
+        let mut starts = Vec::with_capacity(layout.pieces.len());
+        let mut at = 0;
+        for p in &layout.pieces {
+            starts.push(at);
+            at += p.len();
+        }
+        let mut first_rows = Vec::with_capacity(table.groups.len());
+        let mut row = 0;
+        for g in &table.groups {
+            first_rows.push(row);
+            row += g.rows;
+        }
+        Laid {
+            table,
+            layout,
+            starts,
+            first_rows,
+        }
+    }
+
+    /// What the view cache counts it as: its made bytes and a share per piece and
+    /// per chunk, the labels.
+    fn weight(&self) -> u64 {
+        let bytes: u64 = self
+            .layout
+            .pieces
+            .iter()
+            .map(|p| match p {
+                table::Piece::Bytes(b) => b.len() as u64 + 48,
+                _ => 48,
+            })
+            .sum();
+        let chunks: u64 = self
+            .table
+            .groups
+            .iter()
+            .flat_map(|g| &g.chunks)
+            .map(|c| {
+                96 + c
+                    .bounds
+                    .as_ref()
+                    .map_or(0, |b| (b.min.len() + b.max.len()) as u64)
+            })
+            .sum();
+        let labels: u64 = self
+            .table
+            .columns
+            .iter()
+            .filter_map(|c| c.labels.as_ref())
+            .map(|e| e.data.len() as u64 + e.offsets.len() as u64 * 8)
+            .sum();
+        let kv: u64 = self
+            .table
+            .key_value
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum();
+        bytes + chunks + labels + kv + 16 * self.starts.len() as u64
+    }
+
+    /// Wraps it for the view cache.
+    pub fn into_item(self) -> ViewItem {
+        let weight = self.weight();
+        ViewItem::Shared {
+            item: Arc::new(self),
+            weight,
+        }
+    }
+}
+
+/// A file format a table is written in (Parquet, Arrow IPC): the writer's calls.
+pub(super) trait TableWriter: Sync {
+    /// Adds what the format carries besides the table itself (Parquet: the Arrow
+    /// schema pyarrow restores types from).
+    fn complete(&self, _table: &mut Table) -> Result<()> {
+        Ok(())
+    }
+
+    fn layout(&self, table: &Table) -> Result<Layout>;
+
+    fn body(
+        &self,
+        table: &Table,
+        group: usize,
+        column: usize,
+        cells: &CellsRef<'_>,
+    ) -> Result<Vec<u8>>;
+}
+
+/// A fact a group's chunk still lacks after metadata.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    Nulls,
+    VarBytes,
+}
+
+/// The facts every chunk of a table is built from, with what metadata left open.
+struct Draft {
+    table: Table,
+    missing: Vec<(usize, usize, Missing)>,
+}
+
+impl ArrayTree {
+    fn table_key(&self, ino: Ino, key: ViewKey) -> OwnedKey {
+        OwnedKey {
+            owner: self.owner,
+            file: ino,
+            key,
+        }
+    }
+
+    /// `fragment F, cells.parquet`, `latest/cells.arrow`...
+    pub(super) fn table_place(&self, folder: Folder, name: &str) -> Place {
+        match folder {
+            Folder::Fragment(f) => match self.fragment(f) {
+                Ok(fragment) => fragment.place().in_file(name.to_string()),
+                Err(_) => Place::file(name.to_string()),
+            },
+            Folder::State(w) => Place::file(format!("{}/{name}", state_dir(w))),
+        }
+    }
+
+    /// The table file at `ino` laid out by `lay`, if metadata alone lays it out (or it
+    /// was laid out before): what `ls` shows without reading a cell.
+    pub(super) fn laid_from_metadata(
+        &self,
+        ino: Ino,
+        folder: Folder,
+        writer: &dyn TableWriter,
+    ) -> Result<Option<Arc<Laid>>> {
+        let generation = self.generation_of(folder);
+        let key = self.table_key(ino, ViewKey::Table(generation));
+        if let Some(item) = self.caches.views.get(&key) {
+            return item.shared::<Laid>("a table file's layout").map(Some);
+        }
+        let mut draft = self.draft_table(folder)?;
+        if !draft.missing.is_empty() {
+            return Ok(None);
+        }
+        writer.complete(&mut draft.table)?;
+        let layout = writer.layout(&draft.table)?;
+        let laid = Laid::new(draft.table, layout);
+        let size = laid.layout.size;
+        let item = Arc::new(laid.into_item());
+        self.caches.views.insert(key, item.clone());
+        self.learn_size(ino, generation, size);
+        item.shared::<Laid>("a table file's layout").map(Some)
+    }
+
+    /// The table file at `ino` laid out by `lay`, reading what metadata lacks.
+    pub(super) fn laid(
+        &self,
+        ino: Ino,
+        folder: Folder,
+        writer: &dyn TableWriter,
+    ) -> Result<Arc<Laid>> {
+        if let Some(laid) = self.laid_from_metadata(ino, folder, writer)? {
+            return Ok(laid);
+        }
+        let generation = self.generation_of(folder);
+        let key = self.table_key(ino, ViewKey::Table(generation));
+        // One thread reads the facts of a file at a time; the others then find them.
+        let lock = self.indexing.of(&ino);
+        let _one = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let item = self.caches.views.get_or_load(key, || {
+            let mut table = self.complete_table(folder)?;
+            writer.complete(&mut table)?;
+            let layout = writer.layout(&table)?;
+            self.learn_size(ino, generation, layout.size);
+            Ok(Laid::new(table, layout).into_item())
+        })?;
+        item.shared::<Laid>("a table file's layout")
+    }
+
+    /// What the writer makes of group `group`'s cells of column `column` (kept in the
+    /// view cache: a read of any of its bytes makes it whole).
+    pub(super) fn table_body(
+        &self,
+        ino: Ino,
+        folder: Folder,
+        laid: &Laid,
+        group: usize,
+        column: usize,
+        writer: &dyn TableWriter,
+    ) -> Result<Arc<ViewItem>> {
+        let generation = self.generation_of(folder);
+        let key = self.table_key(
+            ino,
+            ViewKey::TableBody(generation, group as u64, column as u64),
+        );
+        self.caches.views.get_or_load(key, || {
+            let rows = laid.table.groups.get(group).map_or(0, |g| g.rows);
+            let first = laid.first_rows.get(group).copied().unwrap_or(0);
+            let cells = self.folder_cells(folder, column, first, rows)?;
+            let cells = CellsRef {
+                values: &cells.values,
+                bounds: cells.bounds.as_deref(),
+                validity: cells.validity.as_deref(),
+            };
+            writer
+                .body(&laid.table, group, column, &cells)
+                .map(ViewItem::Bytes)
+        })
+    }
+
+    /// The table with every fact, read where metadata lacks it.
+    fn complete_table(&self, folder: Folder) -> Result<Table> {
+        let Draft { mut table, missing } = self.draft_table(folder)?;
+        let mut first_rows = Vec::with_capacity(table.groups.len());
+        let mut row = 0;
+        for g in &table.groups {
+            first_rows.push(row);
+            row += g.rows;
+        }
+        for (g, c, what) in missing {
+            let rows = table.groups[g].rows;
+            let first = first_rows[g];
+            let of = FieldOf::new(folder, c);
+            let column = &table.columns[c];
+            let fact = match what {
+                Missing::Nulls if column.labels.is_some() => {
+                    let cells = self.folder_cells(folder, c, first, rows)?;
+                    let cells = CellsRef {
+                        values: &cells.values,
+                        bounds: cells.bounds.as_deref(),
+                        validity: cells.validity.as_deref(),
+                    };
+                    table::null_count(column, &cells)
+                }
+                Missing::Nulls => {
+                    let mut validity = Vec::new();
+                    self.read_field_raw(of, RawFile::Validity, first, rows, &mut validity)?;
+                    validity.iter().filter(|&&b| b == 0).count() as u64
+                }
+                Missing::VarBytes => {
+                    let (start, end) = self.var_span(of, first, rows)?;
+                    table.groups[g].chunks[c].var_start = start;
+                    end - start
+                }
+            };
+            let chunk = &mut table.groups[g].chunks[c];
+            match what {
+                Missing::Nulls => chunk.nulls = fact,
+                Missing::VarBytes => chunk.var_bytes = fact,
+            }
+        }
+        Ok(table)
+    }
+
+    /// Where cells `first .. first + rows` of a var field's `values.bin` start and end.
+    fn var_span(&self, of: FieldOf, first: u64, rows: u64) -> Result<(u64, u64)> {
+        let mut offsets = Vec::new();
+        self.read_field_raw(of, RawFile::Offsets, first * 8, rows * 8 + 8, &mut offsets)?;
+        let at = |i: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(offsets.get(i * 8..i * 8 + 8)?.try_into().ok()?))
+        };
+        let start = at(0).unwrap_or(0);
+        // The last group's end is the end of `values.bin`.
+        let end = match at(rows as usize) {
+            Some(end) => end,
+            None => self.field_raw_size(of, RawFile::Values)?,
+        };
+        if end < start {
+            return Err(Error::corrupt(
+                self.table_place(of.folder, "offsets.bin"),
+                format!("cells {first}..{}: offsets go backwards", first + rows),
+            ));
+        }
+        Ok((start, end))
+    }
+
+    fn read_field_raw(
+        &self,
+        of: FieldOf,
+        raw: RawFile,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match of.folder {
+            Folder::Fragment(f) => {
+                self.with_field(f, of.index, |r| r.read_into(raw, offset, len, out))
+            }
+            Folder::State(w) => self.merged(w)?.read_into(of.index, raw, offset, len, out),
+        }
+    }
+
+    fn field_raw_size(&self, of: FieldOf, raw: RawFile) -> Result<u64> {
+        match of.folder {
+            Folder::Fragment(f) => self.with_field(f, of.index, |r| r.size(raw)),
+            Folder::State(w) => self.merged(w)?.size(of.index, raw),
+        }
+    }
+
+    /// The table of a folder with what metadata says, and what it leaves open.
+    fn draft_table(&self, folder: Folder) -> Result<Draft> {
+        let columns = self.table_columns(folder)?;
+        let key_value = self.table_key_value(folder)?;
+        let created_by = concat!("fragfs ", env!("CARGO_PKG_VERSION")).to_string();
+        let mut missing = Vec::new();
+        let groups = match folder {
+            Folder::Fragment(f) => self.fragment_groups(f, &columns, &mut missing)?,
+            Folder::State(w) => {
+                let merged = self.merged(w)?;
+                let cells = merged.cell_count()?;
+                let n = cells.div_ceil(STATE_GROUP_ROWS);
+                (0..n)
+                    .map(|g| {
+                        let rows = STATE_GROUP_ROWS.min(cells - g * STATE_GROUP_ROWS);
+                        let chunks = columns
+                            .iter()
+                            .enumerate()
+                            .map(|(c, col)| {
+                                if col.nullable || col.labels.is_some() {
+                                    missing.push((g as usize, c, Missing::Nulls));
+                                }
+                                if col.is_var() {
+                                    missing.push((g as usize, c, Missing::VarBytes));
+                                }
+                                Chunk::default()
+                            })
+                            .collect();
+                        Group { rows, chunks }
+                    })
+                    .collect()
+            }
+        };
+        Ok(Draft {
+            table: Table {
+                columns,
+                groups,
+                key_value,
+                created_by,
+            },
+            missing,
+        })
+    }
+
+    /// One group per tile, with the facts the fragment metadata records.
+    fn fragment_groups(
+        &self,
+        f: crate::array::fragment::FragmentId,
+        columns: &[Column],
+        missing: &mut Vec<(usize, usize, Missing)>,
+    ) -> Result<Vec<Group>> {
+        let (_, meta) = self.meta(f)?;
+        let tiles = meta.tile_count as usize;
+        let mut groups: Vec<Group> = (0..meta.tile_count)
+            .map(|k| Group {
+                rows: meta.tile_cells(k),
+                chunks: vec![Chunk::default(); columns.len()],
+            })
+            .collect();
+        let sparse_mbrs = if meta.footer.dense {
+            None
+        } else {
+            meta.rtree().ok().map(|t| t.leaves().to_vec())
+        };
+        let mut dim = 0;
+        for (c, (field, column)) in meta.fields.iter().zip(columns).enumerate() {
+            let nulls = if field.nullable {
+                let counts = meta.tile_null_counts(field.slot)?;
+                (counts.len() == tiles).then_some(counts)
+            } else {
+                Some(vec![0; tiles])
+            };
+            let var_sizes = if field.is_var() {
+                Some(meta.tile_list(TileList::VarSizes, field.slot)?)
+            } else {
+                None
+            };
+            let bounds = if field.cell_val_num == 1 || field.is_var() {
+                Some(meta.tile_bounds(field.slot)?)
+            } else {
+                None
+            };
+            let mut var_start = 0;
+            for (k, group) in groups.iter_mut().enumerate() {
+                let chunk = &mut group.chunks[c];
+                match nulls.as_ref().and_then(|n| n.get(k)) {
+                    Some(&n) if column.labels.is_none() => chunk.nulls = n,
+                    _ => missing.push((k, c, Missing::Nulls)),
+                }
+                if let Some(sizes) = &var_sizes {
+                    let size = *sizes.get(k).ok_or_else(|| {
+                        Error::corrupt(
+                            meta.place().clone(),
+                            format!("field {}: no var size for tile {k}", field.name),
+                        )
+                    })?;
+                    chunk.var_start = var_start;
+                    chunk.var_bytes = size;
+                    var_start += size;
+                }
+                chunk.bounds = bounds.as_ref().and_then(|(min, max)| {
+                    let get = |b: &crate::format::fragment_metadata::TileBounds| {
+                        b.get(k, field.is_var(), field.cell_size() as usize, tiles)
+                            .map(<[u8]>::to_vec)
+                    };
+                    Some(Bounds {
+                        min: get(min)?,
+                        max: get(max)?,
+                    })
+                });
+                if chunk.bounds.is_none() && field.role == FieldRole::Dimension {
+                    // A sparse tile's MBR bounds its coordinates on each dimension.
+                    chunk.bounds = sparse_mbrs
+                        .as_ref()
+                        .and_then(|leaves| leaves.get(k)?.get(dim).cloned())
+                        .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty())
+                        .map(|(min, max)| Bounds { min, max });
+                }
+            }
+            if field.role == FieldRole::Dimension {
+                dim += 1;
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The columns of a folder's table: its fields as `cells.csv` shows them.
+    fn table_columns(&self, folder: Folder) -> Result<Vec<Column>> {
+        let names = self.columns(folder)?;
+        let mut columns = Vec::with_capacity(names.len());
+        for (i, (name, _)) in names.into_iter().enumerate() {
+            let of = FieldOf::new(folder, i);
+            let facts = self.field_facts(of)?;
+            let labels = self
+                .field_enumeration(&of)?
+                .map(|(e, _)| Enumeration::clone(&e));
+            columns.push(Column {
+                name,
+                datatype: facts.datatype,
+                cell_val_num: facts.cell_val_num,
+                nullable: facts.nullable,
+                labels,
+            });
+        }
+        Ok(columns)
+    }
+
+    /// The file's key-value metadata: the TileDB schema (as `array.json` has it) and
+    /// the array's metadata (as `metadata.json`), as JSON.
+    fn table_key_value(&self, folder: Folder) -> Result<Vec<(String, String)>> {
+        let (schema_name, schema) = match folder {
+            Folder::Fragment(f) => {
+                let (_, meta) = self.meta(f)?;
+                (meta.schema_name.clone(), meta.schema.clone())
+            }
+            Folder::State(w) => {
+                let merged = self.merged(w)?;
+                (merged.schema_name.clone(), merged.schema.clone())
+            }
+        };
+        let mut kv = vec![(
+            "tiledb.schema".to_string(),
+            String::from_utf8_lossy(&json::to_bytes(&json::schema(&schema_name, &schema)))
+                .into_owned(),
+        )];
+        let array = self.array();
+        // Metadata that cannot be read is said so in the file, which still opens.
+        match crate::array::metadata::load_metadata(&*array.store, array.options.key) {
+            Ok(m) if m.is_empty() => {}
+            Ok(m) => kv.push((
+                "tiledb.metadata".to_string(),
+                String::from_utf8_lossy(&json::to_bytes(&json::metadata(&m))).into_owned(),
+            )),
+            Err(e) => kv.push(("tiledb.metadata_error".to_string(), e.to_string())),
+        }
+        Ok(kv)
+    }
+}
+
