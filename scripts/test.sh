@@ -38,11 +38,13 @@ export FRAGFS_TEST_PYTHON="$VENV/bin/python"
 # (through the mount and over HTTP); curl, headless Chromium, rclone and davfs2 (mounted
 # where root and /dev/fuse allow) and libnfs's nfs-ls/nfs-cat/nfs-cp (an NFS client
 # that needs none in the kernel) are clients of `fragfs serve`; ncdump, h5dump and
-# tiffinfo read array.nc, array.h5 and values.tif.
+# tiffinfo read array.nc, array.h5 and values.tif; Java runs PySpark (local mode), a
+# reader of cells.parquet.
 # "command:package" pairs; only the missing ones are installed, in one apt-get call.
 debs=()
 for pair in gdalinfo:gdal-bin curl:curl chromium:chromium rclone:rclone mount.davfs:davfs2 \
-    nfs-cat:libnfs-utils ncdump:netcdf-bin h5dump:hdf5-tools tiffinfo:libtiff-tools; do
+    nfs-cat:libnfs-utils ncdump:netcdf-bin h5dump:hdf5-tools tiffinfo:libtiff-tools \
+    java:openjdk-17-jre-headless; do
     command -v "${pair%%:*}" >/dev/null || debs+=("${pair#*:}")
 done
 if [ ${#debs[@]} -gt 0 ]; then
