@@ -58,7 +58,7 @@ impl FieldReader<'_> {
     }
 
     /// `fragment F`: where errors about this field happen.
-    fn place(&self) -> Place {
+    pub(super) fn place(&self) -> Place {
         self.meta.place().clone()
     }
 

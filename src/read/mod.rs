@@ -14,6 +14,7 @@ pub mod field;
 pub mod merge;
 mod raw_file;
 pub mod spill;
+pub mod stored;
 pub mod tile;
 
 pub use chunk_cache::{CacheKey, Cached, ChunkCache, Item};

@@ -11,13 +11,19 @@
 //! (validity and offsets, or the codes) once; until then its size shows as a text
 //! file's does.
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
-use crate::array::fragment::TileList;
 use crate::array::field::FieldRole;
-use crate::encode::table::{self, Bounds, CellsRef, Chunk, Column, Group, Layout, Table};
+use crate::array::fragment::TileList;
+use crate::encode::table::{
+    self, Bounds, CellsRef, Chunk, Codec, Column, Group, Layout, Stored, StoredPage, Table,
+};
 use crate::error::{Error, Place, Result};
 use crate::format::enumeration::Enumeration;
+use crate::format::Datatype;
+use crate::read::stored::StoredCodec;
 use crate::read::RawFile;
 use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
 use crate::view::nodes::Ino;
@@ -39,10 +45,16 @@ pub(super) struct Laid {
     pub starts: Vec<u64>,
     /// `first_rows[g]`: the table's row group `g` starts at.
     pub first_rows: Vec<u64>,
+    /// Where the stored pages of [`Chunk::stored`] lie in their field's data file, by
+    /// group and column.
+    pub stored: StoredRanges,
 }
 
+/// Where stored pages lie in their field's data file, by (group, column).
+pub(super) type StoredRanges = HashMap<(usize, usize), Vec<Range<u64>>>;
+
 impl Laid {
-    pub fn new(table: Table, layout: Layout) -> Laid {
+    pub fn new(table: Table, layout: Layout, stored: StoredRanges) -> Laid {
         let mut starts = Vec::with_capacity(layout.pieces.len());
         let mut at = 0;
         for p in &layout.pieces {
@@ -60,6 +72,7 @@ impl Laid {
             layout,
             starts,
             first_rows,
+            stored,
         }
     }
 
@@ -100,7 +113,8 @@ impl Laid {
             .iter()
             .map(|(k, v)| (k.len() + v.len()) as u64)
             .sum();
-        bytes + chunks + labels + kv + 16 * self.starts.len() as u64
+        let stored: u64 = self.stored.values().map(|r| 32 + 16 * r.len() as u64).sum();
+        bytes + chunks + labels + kv + stored + 16 * self.starts.len() as u64
     }
 
     /// Wraps it for the view cache.
@@ -119,6 +133,12 @@ pub(super) trait TableWriter: Sync {
     /// schema pyarrow restores types from).
     fn complete(&self, _table: &mut Table) -> Result<()> {
         Ok(())
+    }
+
+    /// Whether the format copies stored compressed pages ([`Chunk::stored`]): the
+    /// table then says where a fragment's field has them.
+    fn copies_stored(&self) -> bool {
+        false
     }
 
     fn layout(&self, table: &Table) -> Result<Layout>;
@@ -143,6 +163,7 @@ enum Missing {
 struct Draft {
     table: Table,
     missing: Vec<(usize, usize, Missing)>,
+    stored: StoredRanges,
 }
 
 impl ArrayTree {
@@ -178,13 +199,13 @@ impl ArrayTree {
         if let Some(item) = self.caches.views.get(&key) {
             return item.shared::<Laid>("a table file's layout").map(Some);
         }
-        let mut draft = self.draft_table(folder)?;
+        let mut draft = self.draft_table(folder, writer)?;
         if !draft.missing.is_empty() {
             return Ok(None);
         }
         writer.complete(&mut draft.table)?;
         let layout = writer.layout(&draft.table)?;
-        let laid = Laid::new(draft.table, layout);
+        let laid = Laid::new(draft.table, layout, draft.stored);
         let size = laid.layout.size;
         let item = Arc::new(laid.into_item());
         self.caches.views.insert(key, item.clone());
@@ -208,11 +229,11 @@ impl ArrayTree {
         let lock = self.indexing.of(&ino);
         let _one = lock.lock().unwrap_or_else(|e| e.into_inner());
         let item = self.caches.views.get_or_load(key, || {
-            let mut table = self.complete_table(folder)?;
+            let (mut table, stored) = self.complete_table(folder, writer)?;
             writer.complete(&mut table)?;
             let layout = writer.layout(&table)?;
             self.learn_size(ino, generation, layout.size);
-            Ok(Laid::new(table, layout).into_item())
+            Ok(Laid::new(table, layout, stored).into_item())
         })?;
         item.shared::<Laid>("a table file's layout")
     }
@@ -249,8 +270,16 @@ impl ArrayTree {
     }
 
     /// The table with every fact, read where metadata lacks it.
-    fn complete_table(&self, folder: Folder) -> Result<Table> {
-        let Draft { mut table, missing } = self.draft_table(folder)?;
+    fn complete_table(
+        &self,
+        folder: Folder,
+        writer: &dyn TableWriter,
+    ) -> Result<(Table, StoredRanges)> {
+        let Draft {
+            mut table,
+            missing,
+            stored,
+        } = self.draft_table(folder, writer)?;
         let mut first_rows = Vec::with_capacity(table.groups.len());
         let mut row = 0;
         for g in &table.groups {
@@ -289,7 +318,7 @@ impl ArrayTree {
                 Missing::VarBytes => chunk.var_bytes = fact,
             }
         }
-        Ok(table)
+        Ok((table, stored))
     }
 
     /// Where cells `first .. first + rows` of a var field's `values.bin` start and end.
@@ -297,7 +326,9 @@ impl ArrayTree {
         let mut offsets = Vec::new();
         self.read_field_raw(of, RawFile::Offsets, first * 8, rows * 8 + 8, &mut offsets)?;
         let at = |i: usize| -> Option<u64> {
-            Some(u64::from_le_bytes(offsets.get(i * 8..i * 8 + 8)?.try_into().ok()?))
+            Some(u64::from_le_bytes(
+                offsets.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+            ))
         };
         let start = at(0).unwrap_or(0);
         // The last group's end is the end of `values.bin`.
@@ -338,13 +369,20 @@ impl ArrayTree {
     }
 
     /// The table of a folder with what metadata says, and what it leaves open.
-    fn draft_table(&self, folder: Folder) -> Result<Draft> {
+    fn draft_table(&self, folder: Folder, writer: &dyn TableWriter) -> Result<Draft> {
         let columns = self.table_columns(folder)?;
         let key_value = self.table_key_value(folder)?;
         let created_by = concat!("fragfs ", env!("CARGO_PKG_VERSION")).to_string();
         let mut missing = Vec::new();
+        let mut stored = StoredRanges::new();
         let groups = match folder {
-            Folder::Fragment(f) => self.fragment_groups(f, &columns, &mut missing)?,
+            Folder::Fragment(f) => {
+                let mut groups = self.fragment_groups(f, &columns, &mut missing)?;
+                if writer.copies_stored() {
+                    stored = self.stored_pages(f, &columns, &mut groups)?;
+                }
+                groups
+            }
             Folder::State(w) => {
                 let merged = self.merged(w)?;
                 let cells = merged.cell_count()?;
@@ -378,7 +416,60 @@ impl ArrayTree {
                 created_by,
             },
             missing,
+            stored,
         })
+    }
+
+    /// Marks the chunks of the fragment's fields whose tiles are stored as compressed
+    /// pages a Parquet reader can take as they are (see `read/stored.rs`): fixed-size,
+    /// one value a cell, of a type whose PLAIN bytes are TileDB's, not nullable, not
+    /// enumerated, compressed with ZSTD or LZ4 alone. Reads chunk headers, decodes
+    /// nothing. Returns where the pages lie.
+    fn stored_pages(
+        &self,
+        f: crate::array::fragment::FragmentId,
+        columns: &[Column],
+        groups: &mut [Group],
+    ) -> Result<StoredRanges> {
+        let mut ranges = StoredRanges::new();
+        for (c, column) in columns.iter().enumerate() {
+            if !plain_as_stored(column) {
+                continue;
+            }
+            let cell_size = column.cell_size();
+            self.with_field(f, c, |reader| {
+                let Some(codec) = reader.stored_codec() else {
+                    return Ok(());
+                };
+                let codec = match codec {
+                    StoredCodec::Zstd => Codec::Zstd,
+                    StoredCodec::Lz4 => Codec::Lz4,
+                };
+                for (k, group) in groups.iter_mut().enumerate() {
+                    let Some(chunks) = reader.stored_chunks(k as u64)? else {
+                        continue;
+                    };
+                    let cells: u64 = chunks.iter().map(|s| s.unfiltered).sum();
+                    let whole_cells = chunks.iter().all(|s| s.unfiltered % cell_size == 0);
+                    if !whole_cells || cells != group.rows * cell_size {
+                        continue;
+                    }
+                    group.chunks[c].stored = Some(Stored {
+                        codec,
+                        pages: chunks
+                            .iter()
+                            .map(|s| StoredPage {
+                                compressed: s.range.end - s.range.start,
+                                uncompressed: s.unfiltered,
+                            })
+                            .collect(),
+                    });
+                    ranges.insert((k, c), chunks.into_iter().map(|s| s.range).collect());
+                }
+                Ok(())
+            })?;
+        }
+        Ok(ranges)
     }
 
     /// One group per tile, with the facts the fragment metadata records.
@@ -400,6 +491,11 @@ impl ArrayTree {
             None
         } else {
             meta.rtree().ok().map(|t| t.leaves().to_vec())
+        };
+        let dense_grid = if meta.footer.dense {
+            crate::array::dense_grid::DenseGrid::new(&meta.schema, &meta.footer).ok()
+        } else {
+            None
         };
         let mut dim = 0;
         for (c, (field, column)) in meta.fields.iter().zip(columns).enumerate() {
@@ -448,12 +544,26 @@ impl ArrayTree {
                     })
                 });
                 if chunk.bounds.is_none() && field.role == FieldRole::Dimension {
-                    // A sparse tile's MBR bounds its coordinates on each dimension.
-                    chunk.bounds = sparse_mbrs
-                        .as_ref()
-                        .and_then(|leaves| leaves.get(k)?.get(dim).cloned())
-                        .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty())
-                        .map(|(min, max)| Bounds { min, max });
+                    // A sparse tile's MBR bounds its coordinates on each dimension; a
+                    // dense tile's first and last cells are its box's corners.
+                    chunk.bounds = match &dense_grid {
+                        Some(grid) => {
+                            let first = k as u64 * meta.cells_per_tile;
+                            let last = first + group.rows.max(1) - 1;
+                            let corner = |n: u64| {
+                                grid.coordinate(n, dim)
+                                    .and_then(|v| int_bytes(v, field.datatype))
+                            };
+                            corner(first)
+                                .zip(corner(last))
+                                .map(|(min, max)| Bounds { min, max })
+                        }
+                        None => sparse_mbrs
+                            .as_ref()
+                            .and_then(|leaves| leaves.get(k)?.get(dim).cloned())
+                            .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty())
+                            .map(|(min, max)| Bounds { min, max }),
+                    };
                 }
             }
             if field.role == FieldRole::Dimension {
@@ -516,3 +626,29 @@ impl ArrayTree {
     }
 }
 
+/// Whether a column's Parquet PLAIN values are its `values.bin` bytes as they are: one
+/// value a cell of a 32- or 64-bit integer (signed or not), a float, a 64-bit date or
+/// time other than days (which Parquet's DATE narrows), not nullable, not enumerated.
+fn plain_as_stored(column: &Column) -> bool {
+    use Datatype::*;
+    let t = column.datatype;
+    let plain = matches!(t, Int32 | UInt32 | Int64 | UInt64 | Float32 | Float64)
+        || (t.is_temporal() && t != DatetimeDay);
+    plain && column.cell_val_num == 1 && !column.nullable && column.labels.is_none()
+}
+
+/// An integer coordinate as one value of `t`'s little-endian bytes, if it fits.
+fn int_bytes(v: i128, t: Datatype) -> Option<Vec<u8>> {
+    use crate::format::datatype::ElementKind::*;
+    Some(match t.element_kind() {
+        I8 => i8::try_from(v).ok()?.to_le_bytes().to_vec(),
+        U8 => u8::try_from(v).ok()?.to_le_bytes().to_vec(),
+        I16 => i16::try_from(v).ok()?.to_le_bytes().to_vec(),
+        U16 => u16::try_from(v).ok()?.to_le_bytes().to_vec(),
+        I32 => i32::try_from(v).ok()?.to_le_bytes().to_vec(),
+        U32 => u32::try_from(v).ok()?.to_le_bytes().to_vec(),
+        I64 => i64::try_from(v).ok()?.to_le_bytes().to_vec(),
+        U64 => u64::try_from(v).ok()?.to_le_bytes().to_vec(),
+        _ => return None,
+    })
+}

@@ -241,7 +241,13 @@ impl ArrayTree {
         }
     }
 
-    pub(super) fn folder_cells(&self, folder: Folder, column: usize, first: u64, n: u64) -> Result<Cells> {
+    pub(super) fn folder_cells(
+        &self,
+        folder: Folder,
+        column: usize,
+        first: u64,
+        n: u64,
+    ) -> Result<Cells> {
         match folder {
             Folder::Fragment(f) => self.with_field(f, column, |r| r.cells(first, n)),
             Folder::State(w) => self.merged(w)?.cells(column, first, n),

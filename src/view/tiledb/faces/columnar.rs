@@ -38,6 +38,10 @@ pub(super) static CELLS_ARROW: Columnar = Columnar {
 struct ParquetWriter;
 
 impl TableWriter for ParquetWriter {
+    fn copies_stored(&self) -> bool {
+        true
+    }
+
     /// The Arrow schema of the same table, as pyarrow writes it into its Parquet files:
     /// pyarrow, pandas and polars restore from it what Parquet's types do not say
     /// (categoricals, durations, large strings).
@@ -162,11 +166,31 @@ impl Face<Folder> for Columnar {
                             .unwrap_or_default(),
                     );
                 }
-                Piece::Stored { .. } => {
-                    return Err(Error::corrupt(
-                        at.tree.table_place(at.place, self.name),
-                        "stored pages are not served yet",
-                    ))
+                Piece::Stored {
+                    group,
+                    column,
+                    page,
+                    ..
+                } => {
+                    let range = laid
+                        .stored
+                        .get(&(*group, *column))
+                        .and_then(|pages| pages.get(*page))
+                        .ok_or_else(|| {
+                            Error::corrupt(
+                                at.tree.table_place(at.place, self.name),
+                                format!("group {group}, column {column}: no stored page {page}"),
+                            )
+                        })?;
+                    let Folder::Fragment(f) = at.place else {
+                        return Err(Error::corrupt(
+                            at.tree.table_place(at.place, self.name),
+                            "a merged state has no stored pages",
+                        ));
+                    };
+                    at.tree.with_field(f, *column, |r| {
+                        r.read_data_file_into(range.start + from, to - from, out)
+                    })?;
                 }
             }
             if (out.len() - before) as u64 != to - from {
