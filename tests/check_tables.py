@@ -593,11 +593,22 @@ def check_folder(where, folder, fields, groups, tiles, has_metadata):
         truths[name] = truth(folder, f, count)
     if groups != "state" and sum(groups) != count:
         fail(where, "tiles.json's tiles hold %d cells, cells.csv %d" % (sum(groups), count))
-    check_parquet(where + " cells.parquet", os.path.join(folder, "cells.parquet"), header,
-                  fields, truths, count, groups, tiles, has_metadata)
-    check_arrow(where + " cells.arrow", os.path.join(folder, "cells.arrow"), header, fields,
-                truths, count, groups)
+    guarded(where + " cells.parquet", check_parquet, os.path.join(folder, "cells.parquet"),
+            header, fields, truths, count, groups, tiles, has_metadata)
+    guarded(where + " cells.arrow", check_arrow, os.path.join(folder, "cells.arrow"), header,
+            fields, truths, count, groups)
     return count
+
+
+def guarded(where, check, *args):
+    """A reader's error (a file missing, pyarrow refusing it) as a mismatch naming the
+    array, folder and file."""
+    try:
+        check(where, *args)
+    except Mismatch:
+        raise
+    except Exception as e:
+        fail(where, "%s: %s" % (type(e).__name__, e))
 
 
 def fragment_tiles(folder):
