@@ -1,10 +1,10 @@
 //! The Thrift compact protocol, write side only: the encoding Parquet spells its footer
 //! (`FileMetaData`) and its page headers in. Only what a writer of those needs: structs
 //! with their field headers (field-id deltas, the long form past a delta of 15),
-//! booleans folded into the field header, bytes (i8) as they are, zigzag varints for i16/i32/i64, binary and
-//! strings behind a varint length, lists (the short header below 15 elements), nested
-//! structs, the stop byte. No messages, maps, sets or doubles: Parquet's metadata has
-//! none that this crate writes.
+//! booleans folded into the field header, bytes (i8) as they are, zigzag varints for
+//! i16/i32/i64, binary and strings behind a varint length, lists (the short header
+//! below 15 elements), nested structs, the stop byte. No messages, maps, sets or
+//! doubles: Parquet's metadata has none that this crate writes.
 //!
 //! A struct is written as its fields, in increasing field-id order, then the stop byte:
 //! [`Writer::finish`] for the outermost one, [`Writer::field_struct`] and

@@ -13,9 +13,9 @@ use crate::error::Result;
 /// The non-raw bytes of column `column`'s chunk in group `group` (what the layout's
 /// Body pieces of it index into), made from that group's cells of that column: the
 /// page's repetition and definition levels, then its values unless they are raw.
-/// Empty for a chunk of stored pages and for a group of no rows. Exactly as long as the layout says, else an
-/// error: cells that disagree with the facts (their count, their nulls, their bytes)
-/// are one.
+/// Empty for a chunk of stored pages and for a group of no rows. Exactly as long as
+/// the layout says, else an error: cells that disagree with the facts (their count,
+/// their nulls, their bytes) are one.
 pub fn body(table: &Table, group: usize, column: usize, cells: &CellsRef<'_>) -> Result<Vec<u8>> {
     let p = plan(table, group, column)?;
     let (col, _, chunk) = super::plan::at(table, group, column)?;

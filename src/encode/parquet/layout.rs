@@ -114,14 +114,20 @@ fn chunk(
             .pages
             .iter()
             .try_fold(0u64, |t, p| t.checked_add(p.uncompressed));
-        if !flat_raw || total != grp.rows.checked_mul(cell) {
+        if !flat_raw {
+            return Err(bad(
+                col,
+                g,
+                "stored pages of a column Parquet does not write as they are",
+            ));
+        }
+        if total != grp.rows.checked_mul(cell) {
             return Err(bad(
                 col,
                 g,
                 format!(
-                    "stored pages of {total:?} bytes for {} rows (a {}REQUIRED flat column of TileDB's bytes)",
-                    grp.rows,
-                    if flat_raw { "" } else { "not " }
+                    "stored pages of {total:?} bytes for {} rows of {cell}",
+                    grp.rows
                 ),
             ));
         }
