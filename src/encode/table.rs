@@ -76,6 +76,14 @@ pub struct Chunk {
     /// Var-size fields: where the group's first cell's bytes start in the column's
     /// `values.bin` (the sum of the groups' `var_bytes` before it).
     pub var_start: u64,
+    /// Var-size fields: the bytes the null cells among them hold (usually 0: TileDB
+    /// writers give a null cell no bytes, but nothing stops one). A Parquet page holds
+    /// no value for a null cell, so these bytes are not in it: its size depends on them.
+    pub null_bytes: u64,
+    /// Var-size fields: the non-null cells with no bytes. A Parquet list writes one
+    /// level for such an empty list, none for its elements, so the level count of a
+    /// var-size list depends on them.
+    pub empty: u64,
     /// The smallest and largest value of the group's non-null cells, as TileDB's
     /// bytes of one value, where metadata records them.
     pub bounds: Option<Bounds>,
@@ -190,6 +198,23 @@ pub fn null_count(column: &Column, cells: &CellsRef<'_>) -> u64 {
                     && label_index(column, cells.value(column, i)).is_none())
         })
         .count() as u64
+}
+
+/// The bytes held by the null cells of a var-size `cells` and the non-null cells with
+/// no bytes ([`Chunk::null_bytes`], [`Chunk::empty`]), for the face to count where
+/// metadata does not say; `(0, 0)` for a fixed-size field.
+pub fn var_counts(column: &Column, cells: &CellsRef<'_>) -> (u64, u64) {
+    if !column.is_var() {
+        return (0, 0);
+    }
+    (0..cells.len(column)).fold((0, 0), |(bytes, empty), i| {
+        let n = cells.value(column, i).len() as u64;
+        if !cells.is_valid(i) {
+            (bytes + n, empty)
+        } else {
+            (bytes, empty + u64::from(n == 0))
+        }
+    })
 }
 
 /// A file laid out from a [`Table`]: what each stretch of it is made of, in file

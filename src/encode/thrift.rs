@@ -1,10 +1,10 @@
 //! The Thrift compact protocol, write side only: the encoding Parquet spells its footer
 //! (`FileMetaData`) and its page headers in. Only what a writer of those needs: structs
 //! with their field headers (field-id deltas, the long form past a delta of 15),
-//! booleans folded into the field header, zigzag varints for i16/i32/i64, binary and
-//! strings behind a varint length, lists (the short header below 15 elements), nested
-//! structs, the stop byte. No messages, maps, sets or doubles: Parquet's metadata has
-//! none that this crate writes.
+//! booleans folded into the field header, bytes (i8) as they are, zigzag varints for
+//! i16/i32/i64, binary and strings behind a varint length, lists (the short header
+//! below 15 elements), nested structs, the stop byte. No messages, maps, sets or
+//! doubles: Parquet's metadata has none that this crate writes.
 //!
 //! A struct is written as its fields, in increasing field-id order, then the stop byte:
 //! [`Writer::finish`] for the outermost one, [`Writer::field_struct`] and
@@ -15,6 +15,7 @@
 /// ([`Writer::field_bool`]); lists of booleans are not written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Type {
+    I8 = 3,
     I16 = 4,
     I32 = 5,
     I64 = 6,
@@ -67,6 +68,12 @@ impl Writer {
 
     pub fn field_bool(&mut self, id: i16, v: bool) {
         self.header(id, if v { BOOL_TRUE } else { BOOL_FALSE });
+    }
+
+    /// An i8 field: its one byte as it is (the compact protocol's `byte`, no varint).
+    pub fn field_i8(&mut self, id: i16, v: i8) {
+        self.header(id, Type::I8 as u8);
+        self.out.push(v as u8);
     }
 
     pub fn field_i16(&mut self, id: i16, v: i16) {
@@ -175,6 +182,9 @@ mod tests {
         assert_eq!(one(|w| w.field_i32(1, 64)), [0x15, 0x80, 0x01, 0x00]);
         // 300 -> 600 = 0b100_1011000: 0xd8 0x04.
         assert_eq!(one(|w| w.field_i16(2, 300)), [0x24, 0xd8, 0x04, 0x00]);
+        // i8: the byte itself, no zigzag.
+        assert_eq!(one(|w| w.field_i8(1, 16)), [0x13, 0x10, 0x00]);
+        assert_eq!(one(|w| w.field_i8(1, -1)), [0x13, 0xff, 0x00]);
         // i64 extremes: zigzag(i64::MAX) = u64::MAX - 1, zigzag(i64::MIN) = u64::MAX,
         // ten bytes each.
         let mut max = vec![0x16, 0xfe];

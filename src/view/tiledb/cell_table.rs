@@ -141,6 +141,13 @@ pub(super) trait TableWriter: Sync {
         false
     }
 
+    /// Whether the file's size follows from the rows and var sizes alone, whatever
+    /// the null counts (Arrow: its buffers hold null slots): its size is then shown
+    /// before the nulls are counted.
+    fn sized_without_counts(&self) -> bool {
+        false
+    }
+
     fn layout(&self, table: &Table) -> Result<Layout>;
 
     fn body(
@@ -157,6 +164,18 @@ pub(super) trait TableWriter: Sync {
 enum Missing {
     Nulls,
     VarBytes,
+    /// A var field's bytes of null cells and count of empty cells ([`Chunk::null_bytes`],
+    /// [`Chunk::empty`]): no metadata records them.
+    VarCounts,
+}
+
+/// Whether a var column's layout depends on its null cells' bytes or its empty cells
+/// (a nullable one, or a list of numbers), which only its cells tell.
+fn needs_var_counts(column: &Column) -> bool {
+    use Datatype::*;
+    let t = column.datatype;
+    let bytes = t.is_string() || matches!(t, Char | Blob | GeomWkb | GeomWkt | Any);
+    column.is_var() && (column.nullable || !bytes)
 }
 
 /// The facts every chunk of a table is built from, with what metadata left open.
@@ -211,6 +230,39 @@ impl ArrayTree {
         self.caches.views.insert(key, item.clone());
         self.learn_size(ino, generation, size);
         item.shared::<Laid>("a table file's layout").map(Some)
+    }
+
+    /// The size of the table file at `ino` if metadata gives it: laid out from
+    /// metadata, or (a writer whose size does not depend on the counts) from metadata
+    /// with the counts it lacks taken as 0; else a size learnt before.
+    pub(super) fn table_known_size(
+        &self,
+        ino: Ino,
+        folder: Folder,
+        writer: &dyn TableWriter,
+    ) -> Result<Option<u64>> {
+        if let Some(laid) = self.laid_from_metadata(ino, folder, writer)? {
+            return Ok(Some(laid.layout.size));
+        }
+        let generation = self.generation_of(folder);
+        if let Some(size) = self.learnt_size(ino, generation) {
+            return Ok(Some(size));
+        }
+        if !writer.sized_without_counts() {
+            return Ok(None);
+        }
+        let mut draft = self.draft_table(folder, writer)?;
+        if draft
+            .missing
+            .iter()
+            .any(|&(_, _, m)| m == Missing::VarBytes)
+        {
+            return Ok(None);
+        }
+        writer.complete(&mut draft.table)?;
+        let size = writer.layout(&draft.table)?.size;
+        self.learn_size(ino, generation, size);
+        Ok(Some(size))
     }
 
     /// The table file at `ino` laid out by `lay`, reading what metadata lacks.
@@ -292,6 +344,19 @@ impl ArrayTree {
             let of = FieldOf::new(folder, c);
             let column = &table.columns[c];
             let fact = match what {
+                Missing::VarCounts => {
+                    let cells = self.folder_cells(folder, c, first, rows)?;
+                    let cells = CellsRef {
+                        values: &cells.values,
+                        bounds: cells.bounds.as_deref(),
+                        validity: cells.validity.as_deref(),
+                    };
+                    let (null_bytes, empty) = table::var_counts(column, &cells);
+                    let chunk = &mut table.groups[g].chunks[c];
+                    chunk.null_bytes = null_bytes;
+                    chunk.empty = empty;
+                    continue;
+                }
                 Missing::Nulls if column.labels.is_some() => {
                     let cells = self.folder_cells(folder, c, first, rows)?;
                     let cells = CellsRef {
@@ -316,6 +381,7 @@ impl ArrayTree {
             match what {
                 Missing::Nulls => chunk.nulls = fact,
                 Missing::VarBytes => chunk.var_bytes = fact,
+                Missing::VarCounts => {}
             }
         }
         Ok((table, stored))
@@ -399,6 +465,9 @@ impl ArrayTree {
                                 }
                                 if col.is_var() {
                                     missing.push((g as usize, c, Missing::VarBytes));
+                                }
+                                if needs_var_counts(col) {
+                                    missing.push((g as usize, c, Missing::VarCounts));
                                 }
                                 Chunk::default()
                             })
@@ -532,6 +601,9 @@ impl ArrayTree {
                     chunk.var_start = var_start;
                     chunk.var_bytes = size;
                     var_start += size;
+                }
+                if needs_var_counts(column) {
+                    missing.push((k, c, Missing::VarCounts));
                 }
                 chunk.bounds = bounds.as_ref().and_then(|(min, max)| {
                     let get = |b: &crate::format::fragment_metadata::TileBounds| {

@@ -71,6 +71,10 @@ impl TableWriter for ParquetWriter {
 struct ArrowWriter;
 
 impl TableWriter for ArrowWriter {
+    fn sized_without_counts(&self) -> bool {
+        true
+    }
+
     fn layout(&self, table: &Table) -> Result<Layout> {
         arrow::layout(table)
     }
@@ -110,12 +114,7 @@ impl Face<Folder> for Columnar {
     }
 
     fn known_size(&self, at: &At<'_, Folder>) -> Result<Option<u64>> {
-        if let Some(laid) = at.tree.laid_from_metadata(at.ino, at.place, self.writer)? {
-            return Ok(Some(laid.layout.size));
-        }
-        Ok(at
-            .tree
-            .learnt_size(at.ino, at.tree.generation_of(at.place)))
+        at.tree.table_known_size(at.ino, at.place, self.writer)
     }
 
     fn size(&self, at: &At<'_, Folder>) -> Result<u64> {
