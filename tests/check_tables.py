@@ -76,6 +76,11 @@ def fail(where, what):
     raise Mismatch("%s: %s" % (where, what))
 
 
+def char_size(dt):
+    """Bytes of one character of a string type (one for every other byte-like type)."""
+    return {"STRING_UTF16": 2, "STRING_UCS2": 2, "STRING_UTF32": 4, "STRING_UCS4": 4}.get(dt, 1)
+
+
 def is_temporal(dt):
     return dt.startswith(("DATETIME_", "TIME_"))
 
@@ -157,7 +162,8 @@ def cell_bytes(fdir, f, count):
         ends = starts[1:] + [len(values)]
         raws = [values[a:b] for a, b in zip(starts, ends)]
     else:
-        size = f.n * storage_dtype(f.datatype).itemsize if not is_bytes_like(f.datatype) else f.n
+        size = f.n * (char_size(f.datatype) if is_bytes_like(f.datatype)
+                      else storage_dtype(f.datatype).itemsize)
         if len(values) != size * count:
             fail(fdir, "values.bin has %d bytes, %d cells of %d" % (len(values), count, size))
         raws = [values[i * size:(i + 1) * size] for i in range(count)]
@@ -317,7 +323,7 @@ def arrow_types(f):
         return None  # a dictionary: checked by its own rule
     if is_bytes_like(dt):
         if not f.var:
-            return [pa.binary(f.n)]
+            return [pa.binary(f.n * char_size(dt))]
         if dt in STRINGS:
             return [pa.large_string()]
         if dt in BYTES:
