@@ -528,6 +528,8 @@ def check_statistics(where, md, leaf, f, cells, groups, tiles):
     """Row-group statistics present are right; a fragment's tiles with min/max or a
     null count in tiles.json have them."""
     sizes = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+    # An enumerated column's values are its labels.
+    vf = f.labels[0] if f.labels is not None else f
     at = 0
     for g, rows in enumerate(sizes):
         part = cells[at:at + rows]
@@ -535,8 +537,8 @@ def check_statistics(where, md, leaf, f, cells, groups, tiles):
         st = md.row_group(g).column(leaf).statistics
         gw = "%s row group %d" % (where, g)
         tile = tiles[g] if tiles is not None and g < len(tiles) else None
-        valid = [as_number(f, c) for c in part if c is not None]
-        if f.datatype in FLOATS:
+        valid = [as_number(vf, c) for c in part if c is not None]
+        if vf.datatype in FLOATS:
             valid = [v for v in valid if v == v]
         if tile is not None and f.labels is None:
             # NaN bounds (tiles.json shows them as text) give no statistics.
@@ -556,7 +558,7 @@ def check_statistics(where, md, leaf, f, cells, groups, tiles):
                  % (st.null_count, rows - sum(1 for c in part if c is not None)))
         if st.has_min_max and valid:
             exact = (getattr(st, "is_min_value_exact", True), getattr(st, "is_max_value_exact", True))
-            lo, hi = stat_value(f, st, "min"), stat_value(f, st, "max")
+            lo, hi = stat_value(vf, st, "min"), stat_value(vf, st, "max")
             if exact[0] and lo != min(valid):
                 fail(gw, "statistics min %r, the cells' %r" % (lo, min(valid)))
             if exact[1] and hi != max(valid):
