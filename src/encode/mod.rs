@@ -9,6 +9,7 @@
 //! here alone, and against the tools that read its format in `tests/`.
 
 pub mod envi;
+pub mod flatbuf;
 pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
