@@ -349,8 +349,11 @@ pub fn body(table: &Table, group: usize, column: usize, cells: &CellsRef<'_>) ->
         (false, None) => {}
     }
     if col.labels.is_some() {
-        for (i, valid) in c.valid.iter_mut().enumerate() {
-            *valid = *valid && label_index(col, cells.value(col, i)).is_some();
+        let labelled: Vec<bool> = (0..c.valid.len())
+            .map(|i| label_index(col, c.cell(i)).is_some())
+            .collect();
+        for (valid, labelled) in c.valid.iter_mut().zip(labelled) {
+            *valid = *valid && labelled;
         }
     }
     let nulls = c.valid.iter().filter(|v| !**v).count() as u64;

@@ -338,6 +338,10 @@ mod tests {
             .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(offsets, (0..10).map(|i| 3 * i).collect::<Vec<_>>());
+        // Bounds as values.bin has them (not from 0) are rebased: the same body.
+        let mut shifted = cells(1, 9, 2);
+        shifted.bounds = Some((0..10).map(|i| 100 + 3 * i).collect());
+        assert_eq!(body(&t, 0, 1, &cells_ref(&shifted)).unwrap(), b);
         // Booleans 0,1,0,1...: bits 0b10101010, 0.
         let o = cells(2, 9, 0);
         assert_eq!(body(&t, 0, 2, &cells_ref(&o)).unwrap()[..2], [0xaa, 0]);
