@@ -1,5 +1,5 @@
 //! File format writers: the byte layouts of the files fragfs makes (netCDF classic,
-//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata, Parquet), as `format/` is
+//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata, Parquet, Arrow IPC), as `format/` is
 //! for the files it parses.
 //!
 //! Sans-IO like `format/`: a writer takes a description of what the file holds (shape,
@@ -8,7 +8,9 @@
 //! field, call a writer, and fill the values in from the reader. Each writer is tested
 //! here alone, and against the tools that read its format in `tests/`.
 
+pub mod arrow;
 pub mod envi;
+pub mod flatbuf;
 pub mod hdf5;
 pub mod netcdf;
 pub mod npy;
