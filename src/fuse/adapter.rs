@@ -172,6 +172,12 @@ impl Filesystem for FragFs {
                 return Err(Errno::EISDIR);
             }
             let keep = self.view.open(ino).map_err(|e| errno(&e, ino, "open"))?;
+            // Opening may have learnt the size (a file whose readers need it first).
+            let stat = if stat.exact_size {
+                stat
+            } else {
+                self.view.stat(ino).map_err(|e| errno(&e, ino, "open"))?
+            };
             let fh = self.handles.next();
             let lifetime = self.view.lifetime(ino);
             let passthrough = lifetime == Lifetime::Immutable

@@ -78,3 +78,10 @@ pub use layout::layout;
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `column`'s labels can be a Parquet dictionary (flat labels of a type other
+/// than booleans, codes of one integer a cell). Where they cannot, the face shows the
+/// codes themselves, in both table files.
+pub fn takes_labels(column: &crate::encode::table::Column) -> bool {
+    column.labels.is_none() || kind::leaf(column).is_ok()
+}

@@ -655,13 +655,19 @@ impl ArrayTree {
             let labels = self
                 .field_enumeration(&of)?
                 .map(|(e, _)| Enumeration::clone(&e));
-            columns.push(Column {
+            let mut column = Column {
                 name,
                 datatype: facts.datatype,
                 cell_val_num: facts.cell_val_num,
                 nullable: facts.nullable,
                 labels,
-            });
+            };
+            if !crate::encode::parquet::takes_labels(&column) {
+                // Labels no dictionary can hold (booleans, several values a label):
+                // the codes are shown, as values.bin has them.
+                column.labels = None;
+            }
+            columns.push(column);
         }
         Ok(columns)
     }

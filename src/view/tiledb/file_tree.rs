@@ -164,6 +164,12 @@ impl FileTree for ArrayTree {
         if let Some(guard) = self.in_label(&node, |t, i| t.open(i)) {
             return guard;
         }
+        if let Served::FolderFace(folder, id) = node.served() {
+            let (at, face) = self.face(ino, folder, id);
+            if face.sized_on_open() {
+                face.size(&at)?;
+            }
+        }
         match node.fragment() {
             Some(id) => self.pin(id).map(Some),
             None => Ok(None),

@@ -117,11 +117,22 @@ impl Face<Folder> for Columnar {
         at.tree.table_known_size(at.ino, at.place, self.writer)
     }
 
+    /// A table reader seeks to the footer first: the size must be there at open.
+    fn sized_on_open(&self) -> bool {
+        true
+    }
+
     fn size(&self, at: &At<'_, Folder>) -> Result<u64> {
         Ok(at.tree.laid(at.ino, at.place, self.writer)?.layout.size)
     }
 
-    fn read_into(&self, at: &At<'_, Folder>, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+    fn read_into(
+        &self,
+        at: &At<'_, Folder>,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let laid = at.tree.laid(at.ino, at.place, self.writer)?;
         let end = offset.saturating_add(len).min(laid.layout.size);
         let mut pos = offset;

@@ -43,6 +43,14 @@ pub(in crate::view::tiledb) trait Face<P>: Sync {
     /// until a read or [`Face::size`] learns it.
     fn known_size(&self, at: &At<'_, P>) -> Result<Option<u64>>;
 
+    /// Whether opening the file learns its size first (rendering or counting what it
+    /// must): a reader of the format needs it before its first read (Parquet's and
+    /// Arrow's footers are at the end, found from the size), where one of a text file
+    /// reads on until the end comes.
+    fn sized_on_open(&self) -> bool {
+        false
+    }
+
     /// The exact size, rendering or counting what it must.
     fn size(&self, at: &At<'_, P>) -> Result<u64>;
 

@@ -8,6 +8,7 @@
 //! Adding a kind of file is one module with its face and one line in `table.rs`: the tree lists, looks up, sizes, reads and caches it from there
 //! (`docs/DESIGN.md`, "The Face table"). This file is the folder's index.
 
+mod columnar;
 mod envi;
 mod face;
 mod field;

@@ -8,7 +8,7 @@ use super::super::array_tree::ArrayTree;
 use super::super::node::{FieldOf, Folder};
 use super::face::{Face, Summary};
 use super::id::FaceId;
-use super::{envi, hdf5, netcdf, npy, raw, rendered, text, tiff};
+use super::{columnar, envi, hdf5, netcdf, npy, raw, rendered, text, tiff};
 
 /// The files of a field folder, in listing order (the `enumeration/` folder of an
 /// enumerated attribute follows them).
@@ -24,11 +24,13 @@ static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
 /// folders follow them).
-static FOLDER_FACES: [&dyn Face<Folder>; 6] = [
+static FOLDER_FACES: [&dyn Face<Folder>; 8] = [
     &rendered::FOOTER_JSON,
     &rendered::TILES_JSON,
     &rendered::READ_JSON,
     &text::CELLS_CSV,
+    &columnar::CELLS_PARQUET,
+    &columnar::CELLS_ARROW,
     &netcdf::ARRAY_NC,
     &hdf5::ARRAY_H5,
 ];
