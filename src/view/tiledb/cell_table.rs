@@ -169,15 +169,6 @@ enum Missing {
     VarCounts,
 }
 
-/// Whether a var column's layout depends on its null cells' bytes or its empty cells
-/// (a nullable one, or a list of numbers), which only its cells tell.
-fn needs_var_counts(column: &Column) -> bool {
-    use Datatype::*;
-    let t = column.datatype;
-    let bytes = t.is_string() || matches!(t, Char | Blob | GeomWkb | GeomWkt | Any);
-    column.is_var() && (column.nullable || !bytes)
-}
-
 /// The facts every chunk of a table is built from, with what metadata left open.
 struct Draft {
     table: Table,
@@ -466,7 +457,7 @@ impl ArrayTree {
                                 if col.is_var() {
                                     missing.push((g as usize, c, Missing::VarBytes));
                                 }
-                                if needs_var_counts(col) {
+                                if table::needs_var_counts(col) {
                                     missing.push((g as usize, c, Missing::VarCounts));
                                 }
                                 Chunk::default()
@@ -602,7 +593,7 @@ impl ArrayTree {
                     chunk.var_bytes = size;
                     var_start += size;
                 }
-                if needs_var_counts(column) {
+                if table::needs_var_counts(column) {
                     missing.push((k, c, Missing::VarCounts));
                 }
                 chunk.bounds = bounds.as_ref().and_then(|(min, max)| {
