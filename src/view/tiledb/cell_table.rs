@@ -174,6 +174,16 @@ struct Draft {
     table: Table,
     missing: Vec<(usize, usize, Missing)>,
     stored: StoredRanges,
+    /// False for a sparse state whose cells are not counted yet (a merge pass): its
+    /// groups are unknown, the table has none.
+    counted: bool,
+}
+
+impl Draft {
+    /// Whether metadata gave every fact.
+    fn is_complete(&self) -> bool {
+        self.counted && self.missing.is_empty()
+    }
 }
 
 impl ArrayTree {
@@ -209,8 +219,8 @@ impl ArrayTree {
         if let Some(item) = self.caches.views.get(&key) {
             return item.shared::<Laid>("a table file's layout").map(Some);
         }
-        let mut draft = self.draft_table(folder, writer)?;
-        if !draft.missing.is_empty() {
+        let mut draft = self.draft_table(folder, writer, false)?;
+        if !draft.is_complete() {
             return Ok(None);
         }
         writer.complete(&mut draft.table)?;
@@ -242,11 +252,12 @@ impl ArrayTree {
         if !writer.sized_without_counts() {
             return Ok(None);
         }
-        let mut draft = self.draft_table(folder, writer)?;
-        if draft
-            .missing
-            .iter()
-            .any(|&(_, _, m)| m == Missing::VarBytes)
+        let mut draft = self.draft_table(folder, writer, false)?;
+        if !draft.counted
+            || draft
+                .missing
+                .iter()
+                .any(|&(_, _, m)| m == Missing::VarBytes)
         {
             return Ok(None);
         }
@@ -322,7 +333,8 @@ impl ArrayTree {
             mut table,
             missing,
             stored,
-        } = self.draft_table(folder, writer)?;
+            ..
+        } = self.draft_table(folder, writer, true)?;
         let mut first_rows = Vec::with_capacity(table.groups.len());
         let mut row = 0;
         for g in &table.groups {
@@ -426,12 +438,15 @@ impl ArrayTree {
     }
 
     /// The table of a folder with what metadata says, and what it leaves open.
-    fn draft_table(&self, folder: Folder, writer: &dyn TableWriter) -> Result<Draft> {
+    /// `count`: count a sparse state's cells if they are not yet (a merge pass);
+    /// without it such a state's draft is not `counted` and has no groups.
+    fn draft_table(&self, folder: Folder, writer: &dyn TableWriter, count: bool) -> Result<Draft> {
         let columns = self.table_columns(folder)?;
         let key_value = self.table_key_value(folder)?;
         let created_by = concat!("fragfs ", env!("CARGO_PKG_VERSION")).to_string();
         let mut missing = Vec::new();
         let mut stored = StoredRanges::new();
+        let mut counted = true;
         let groups = match folder {
             Folder::Fragment(f) => {
                 let mut groups = self.fragment_groups(f, &columns, &mut missing)?;
@@ -439,6 +454,10 @@ impl ArrayTree {
                     stored = self.stored_pages(f, &columns, &mut groups)?;
                 }
                 groups
+            }
+            Folder::State(w) if !count && !self.merged(w)?.counted() => {
+                counted = false;
+                Vec::new()
             }
             Folder::State(w) => {
                 let merged = self.merged(w)?;
@@ -477,6 +496,7 @@ impl ArrayTree {
             },
             missing,
             stored,
+            counted,
         })
     }
 
