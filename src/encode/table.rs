@@ -200,19 +200,36 @@ pub fn null_count(column: &Column, cells: &CellsRef<'_>) -> u64 {
         .count() as u64
 }
 
-/// The bytes held by the null cells of a var-size `cells` and the non-null cells with
-/// no bytes ([`Chunk::null_bytes`], [`Chunk::empty`]), for the face to count where
-/// metadata does not say; `(0, 0)` for a fixed-size field.
+/// Whether a var-size column's cells are lists of numbers (dates, times, booleans):
+/// what is not bytes (strings, characters, blobs, geometries, ANY).
+pub fn is_var_list(column: &Column) -> bool {
+    use Datatype::*;
+    let t = column.datatype;
+    let bytes = t.is_string() || matches!(t, Char | Blob | GeomWkb | GeomWkt | Any);
+    column.is_var() && !bytes
+}
+
+/// Whether a column's layout depends on [`Chunk::null_bytes`] or [`Chunk::empty`],
+/// which no metadata records: a nullable var column, or a var list.
+pub fn needs_var_counts(column: &Column) -> bool {
+    column.is_var() && (column.nullable || is_var_list(column))
+}
+
+/// The bytes held by the null cells of a var-size `cells` and, for a var list, the
+/// non-null cells with no bytes ([`Chunk::null_bytes`], [`Chunk::empty`]), for the
+/// face to count where metadata does not say; 0 for what the layout does not depend
+/// on (see [`needs_var_counts`]).
 pub fn var_counts(column: &Column, cells: &CellsRef<'_>) -> (u64, u64) {
     if !column.is_var() {
         return (0, 0);
     }
+    let list = is_var_list(column);
     (0..cells.len(column)).fold((0, 0), |(bytes, empty), i| {
         let n = cells.value(column, i).len() as u64;
         if !cells.is_valid(i) {
             (bytes + n, empty)
         } else {
-            (bytes, empty + u64::from(n == 0))
+            (bytes, empty + u64::from(list && n == 0))
         }
     })
 }

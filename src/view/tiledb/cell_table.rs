@@ -169,20 +169,21 @@ enum Missing {
     VarCounts,
 }
 
-/// Whether a var column's layout depends on its null cells' bytes or its empty cells
-/// (a nullable one, or a list of numbers), which only its cells tell.
-fn needs_var_counts(column: &Column) -> bool {
-    use Datatype::*;
-    let t = column.datatype;
-    let bytes = t.is_string() || matches!(t, Char | Blob | GeomWkb | GeomWkt | Any);
-    column.is_var() && (column.nullable || !bytes)
-}
-
 /// The facts every chunk of a table is built from, with what metadata left open.
 struct Draft {
     table: Table,
     missing: Vec<(usize, usize, Missing)>,
     stored: StoredRanges,
+    /// False for a sparse state whose cells are not counted yet (a merge pass): its
+    /// groups are unknown, the table has none.
+    counted: bool,
+}
+
+impl Draft {
+    /// Whether metadata gave every fact.
+    fn is_complete(&self) -> bool {
+        self.counted && self.missing.is_empty()
+    }
 }
 
 impl ArrayTree {
@@ -218,8 +219,8 @@ impl ArrayTree {
         if let Some(item) = self.caches.views.get(&key) {
             return item.shared::<Laid>("a table file's layout").map(Some);
         }
-        let mut draft = self.draft_table(folder, writer)?;
-        if !draft.missing.is_empty() {
+        let mut draft = self.draft_table(folder, writer, false)?;
+        if !draft.is_complete() {
             return Ok(None);
         }
         writer.complete(&mut draft.table)?;
@@ -251,11 +252,12 @@ impl ArrayTree {
         if !writer.sized_without_counts() {
             return Ok(None);
         }
-        let mut draft = self.draft_table(folder, writer)?;
-        if draft
-            .missing
-            .iter()
-            .any(|&(_, _, m)| m == Missing::VarBytes)
+        let mut draft = self.draft_table(folder, writer, false)?;
+        if !draft.counted
+            || draft
+                .missing
+                .iter()
+                .any(|&(_, _, m)| m == Missing::VarBytes)
         {
             return Ok(None);
         }
@@ -331,7 +333,8 @@ impl ArrayTree {
             mut table,
             missing,
             stored,
-        } = self.draft_table(folder, writer)?;
+            ..
+        } = self.draft_table(folder, writer, true)?;
         let mut first_rows = Vec::with_capacity(table.groups.len());
         let mut row = 0;
         for g in &table.groups {
@@ -435,12 +438,15 @@ impl ArrayTree {
     }
 
     /// The table of a folder with what metadata says, and what it leaves open.
-    fn draft_table(&self, folder: Folder, writer: &dyn TableWriter) -> Result<Draft> {
+    /// `count`: count a sparse state's cells if they are not yet (a merge pass);
+    /// without it such a state's draft is not `counted` and has no groups.
+    fn draft_table(&self, folder: Folder, writer: &dyn TableWriter, count: bool) -> Result<Draft> {
         let columns = self.table_columns(folder)?;
         let key_value = self.table_key_value(folder)?;
         let created_by = concat!("fragfs ", env!("CARGO_PKG_VERSION")).to_string();
         let mut missing = Vec::new();
         let mut stored = StoredRanges::new();
+        let mut counted = true;
         let groups = match folder {
             Folder::Fragment(f) => {
                 let mut groups = self.fragment_groups(f, &columns, &mut missing)?;
@@ -448,6 +454,10 @@ impl ArrayTree {
                     stored = self.stored_pages(f, &columns, &mut groups)?;
                 }
                 groups
+            }
+            Folder::State(w) if !count && !self.merged(w)?.counted() => {
+                counted = false;
+                Vec::new()
             }
             Folder::State(w) => {
                 let merged = self.merged(w)?;
@@ -466,7 +476,7 @@ impl ArrayTree {
                                 if col.is_var() {
                                     missing.push((g as usize, c, Missing::VarBytes));
                                 }
-                                if needs_var_counts(col) {
+                                if table::needs_var_counts(col) {
                                     missing.push((g as usize, c, Missing::VarCounts));
                                 }
                                 Chunk::default()
@@ -486,6 +496,7 @@ impl ArrayTree {
             },
             missing,
             stored,
+            counted,
         })
     }
 
@@ -602,7 +613,7 @@ impl ArrayTree {
                     chunk.var_bytes = size;
                     var_start += size;
                 }
-                if needs_var_counts(column) {
+                if table::needs_var_counts(column) {
                     missing.push((k, c, Missing::VarCounts));
                 }
                 chunk.bounds = bounds.as_ref().and_then(|(min, max)| {
