@@ -83,6 +83,51 @@ fn shared_corpus_tables_hold_the_field_files_cells() {
     assert!(n > 400, "{n}");
 }
 
+/// Group members: the feature fixture `soma_experiment` mounted as the group it is,
+/// each member array's folder (`obs/`, `ms/RNA/var/`, `ms/RNA/X/data/`) checked by
+/// tests/check_tables.py at every state, as through a mount of the array alone.
+#[test]
+fn group_members_tables_hold_the_field_files_cells() {
+    if !fuse_available("pyarrow through a group mount") {
+        return;
+    }
+    let Some(python) = python_with("pyarrow") else {
+        return;
+    };
+    let m = TreeMount::new(open_source_tree(
+        &features().join("soma_experiment"),
+        16 << 20,
+    ));
+    let jsons = tempfile::tempdir().unwrap();
+    let mut specs = Vec::new();
+    for (i, (array, merged)) in merged_files(&features()).into_iter().enumerate() {
+        let Ok(rel) = array.strip_prefix(features().join("soma_experiment")) else {
+            continue;
+        };
+        let path = jsons.path().join(format!("{i}.merged.json"));
+        std::fs::write(&path, serde_json::to_vec(&merged).unwrap()).unwrap();
+        specs.push(json!({
+            "mount": m.path().join(rel),
+            "array": array,
+            "merged": path,
+            "every_state": true,
+        }));
+    }
+    assert!(specs.len() >= 3, "{specs:?}");
+    let spec = jsons.path().join("spec.json");
+    std::fs::write(&spec, serde_json::to_vec(&specs).unwrap()).unwrap();
+    let out = run_ok(
+        std::process::Command::new(&python)
+            .arg(repo().join("tests/check_tables.py"))
+            .arg(&spec),
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        specs.len(),
+        "{out}"
+    );
+}
+
 /// A sparse array written here by TileDB-Py: `cells` cells of a sorted int64 dimension
 /// `x` (0, 1, 2...) in one fragment at timestamp 1, with the capacity `capacity` (so
 /// tile `k` holds x in `k*capacity..(k+1)*capacity`, ranges disjoint), and six
