@@ -564,8 +564,9 @@ try:
         df = spark.read.parquet(path)
         n = df.count()
     except Exception as e:
+        causes = [l.strip() for l in str(e).splitlines() if l.strip().startswith("Caused by")]
         raise AssertionError("Spark on %s (size %d before a read): %s"
-                             % (path, listed, str(e).strip().splitlines()[0][:300]))
+                             % (path, listed, (causes or [str(e).strip()])[-1][:300]))
     assert n == len(x), (n, len(x))
     sums = df.agg(F.sum("a"), F.sum("c"), F.sum("x")).collect()[0]
     want = (int(a.astype(np.int64).sum()), int(c.sum()), int(x.sum()))
