@@ -8,7 +8,7 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,decode
+#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,decode
 #                   (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
@@ -28,7 +28,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -103,14 +103,15 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py, duckdb, polars, pyarrow' 2>/dev/null; then
     step "creating $VENV with TileDB-Py, zarr-python and the clients of fragfs serve"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
         "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6" \
         "fsspec==2026.9.0" "aiohttp==3.14.5" "boto3==1.43.117" "requests==2.34.2" \
-        "tifffile==2026.3.3" "netCDF4==1.7.5.1.post1" "h5py==3.16.0"
+        "tifffile==2026.3.3" "netCDF4==1.7.5.1.post1" "h5py==3.16.0" \
+        "duckdb==1.5.5" "polars==1.44.2" "pyarrow==26.0.1"
 fi
 
 # --- binaries
@@ -143,6 +144,7 @@ make_array overlap "$BENCH/overlap"
 make_array sparse "$BENCH/sparse"
 make_array grid "$BENCH/grid"
 make_array pointcloud "$BENCH/pointcloud"
+make_array table "$BENCH/table"
 
 # --- decode throughput (cargo bench); run.py reads the figures from decode.txt
 if [[ ",$only," == *,decode,* ]]; then

@@ -6,6 +6,7 @@
     python make_arrays.py sparse  <uri>   # 16M cells in 8 fragments, overlapping, a delete
     python make_arrays.py grid    <uri>   # 8192 x 8192 float64 ZSTD, 1024 x 1024 tiles
     python make_arrays.py pointcloud <uri> # 16M LiDAR points, HILBERT order, 8 fragments
+    python make_arrays.py table   <uri>   # 16M rows of 6 fields, sparse, 2 fragments
 
 The big array is dense and 1-D, with 1,048,576-cell tiles, written as 8 fragments of
 8M cells (8 space tiles each):
@@ -25,6 +26,11 @@ dimensions without tile extents, the HILBERT cell order, Intensity UINT16,
 Classification UINT8 and GpsTime FLOAT64 (ZSTD); 8 fragments of 2M points over
 overlapping strips, each also rewriting 10% of the previous one's points (same
 coordinates, new values; no duplicates, so the newer version wins).
+
+The table array is the table benchmark's (`cells.parquet`, `cells.arrow`): sparse, one
+INT64 dimension `x` (16M distinct random coordinates in [0, 2^34), written sorted, in 2
+fragments of 8M that interleave, so the merged state merges) and 5 attributes, ZSTD: `v`
+float64, `a` int32, `b` float32, `c` int64, `d` float64; capacity 100,000.
 
 The data is seeded, so every run writes the same values (fragment names differ). The
 caller (bench.sh) writes to a temporary name and renames it when this succeeds, so a
@@ -132,6 +138,35 @@ def sparse(uri: str) -> None:
         a.query(cond="v < -0.9").submit()
 
 
+TABLE_CELLS = 16 * 1024 * 1024
+
+
+def table(uri: str) -> None:
+    dom = tiledb.Domain(tiledb.Dim(name="x", domain=(0, 2**34), tile=2**24, dtype=np.int64))
+    zstd = [tiledb.ZstdFilter()]
+    attrs = [
+        tiledb.Attr(name=n, dtype=t, filters=zstd)
+        for n, t in (("v", np.float64), ("a", np.int32), ("b", np.float32), ("c", np.int64),
+                     ("d", np.float64))
+    ]
+    schema = tiledb.ArraySchema(domain=dom, sparse=True, capacity=100_000, attrs=attrs)
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(11)
+    xs = np.sort(rng.choice(2**34, TABLE_CELLS, replace=False)).astype(np.int64)
+    for f in range(2):
+        x = xs[f::2]
+        n = len(x)
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[x] = {
+                "v": np.round(rng.normal(0.0, 1.0, n), 6),
+                "a": rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int32),
+                "b": rng.normal(0.0, 1.0, n).astype(np.float32),
+                "c": np.cumsum(rng.integers(1, 4, n, dtype=np.int64)),
+                "d": np.round(rng.uniform(0.0, 100.0, n), 2),
+            }
+        print(f"  fragment {f + 1}/2 written", flush=True)
+
+
 GRID = 8192
 GRID_TILE = 1024
 
@@ -221,7 +256,7 @@ def many(uri: str) -> None:
 
 def main() -> None:
     kinds = {"big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid,
-             "pointcloud": pointcloud}
+             "pointcloud": pointcloud, "table": table}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     kinds[sys.argv[1]](sys.argv[2])

@@ -28,6 +28,7 @@ import zlib
 from pathlib import Path
 
 from counting_proxy import counting_proxy
+import tables as tables_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "target" / "bench"
@@ -58,7 +59,7 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "legacy", "squash", "cache", "s3", "serve", "doors", "decode"]
+            "zarr", "legacy", "squash", "cache", "s3", "serve", "doors", "tables", "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1685,7 +1686,9 @@ def main() -> None:
                  "zarr": zarr_section,
                  "legacy": legacy_section,
                  "squash": squash, "s3": s3, "serve": serve_section, "doors": doors,
-                 "cache": cache_section}[name](rep, args.repeat)
+                 "cache": cache_section,
+                 "tables": lambda rep, n: tables_bench.section(sys.modules[__name__], rep, n),
+                 }[name](rep, args.repeat)
     finally:
         unmount()
         if old_group_nice is not None:

@@ -185,7 +185,7 @@ fn compare<'v>(
 /// Compares a cell's value with a condition's, by the field's datatype. Floats that do
 /// not order (a NaN on either side) compare as less: `<`, `<=` and `!=` hold, the rest
 /// do not.
-fn compare_values(t: Datatype, var: bool, a: &[u8], b: &[u8]) -> Ordering {
+pub fn compare_values(t: Datatype, var: bool, a: &[u8], b: &[u8]) -> Ordering {
     if var || t.is_string() || matches!(t, Datatype::Char | Datatype::Blob) {
         return a.cmp(b);
     }

@@ -15,10 +15,9 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::array::field::FieldRole;
 use crate::array::fragment::TileList;
 use crate::encode::table::{
-    self, Bounds, CellsRef, Chunk, Codec, Column, Group, Layout, Stored, StoredPage, Table,
+    self, CellsRef, Chunk, Codec, Column, Group, Layout, Stored, StoredPage, Table,
 };
 use crate::error::{Error, Place, Result};
 use crate::format::enumeration::Enumeration;
@@ -31,6 +30,7 @@ use crate::view::nodes::Ino;
 use super::array_tree::ArrayTree;
 use super::json;
 use super::node::{state_dir, FieldOf, Folder};
+use super::tile_bounds::TileBoundsOf;
 
 /// Rows per group of a merged state: bounded, so a reader's row group or record batch
 /// stays a few MiB per column, and large enough that a column chunk's headers are a
@@ -335,11 +335,9 @@ impl ArrayTree {
             stored,
             ..
         } = self.draft_table(folder, writer, true)?;
-        let mut first_rows = Vec::with_capacity(table.groups.len());
-        let mut row = 0;
-        for g in &table.groups {
-            first_rows.push(row);
-            row += g.rows;
+        let first_rows = first_rows(&table.groups);
+        if let Folder::State(w) = folder {
+            self.sparse_state_bounds(w, &mut table.groups, &table.columns, &first_rows)?;
         }
         for (g, c, what) in missing {
             let rows = table.groups[g].rows;
@@ -463,7 +461,7 @@ impl ArrayTree {
                 let merged = self.merged(w)?;
                 let cells = merged.cell_count()?;
                 let n = cells.div_ceil(STATE_GROUP_ROWS);
-                (0..n)
+                let mut groups = (0..n)
                     .map(|g| {
                         let rows = STATE_GROUP_ROWS.min(cells - g * STATE_GROUP_ROWS);
                         let chunks = columns
@@ -484,7 +482,10 @@ impl ArrayTree {
                             .collect();
                         Group { rows, chunks }
                     })
-                    .collect()
+                    .collect::<Vec<_>>();
+                let first_rows = first_rows(&groups);
+                self.dense_state_bounds(w, &mut groups, &first_rows)?;
+                groups
             }
         };
         Ok(Draft {
@@ -567,17 +568,6 @@ impl ArrayTree {
                 chunks: vec![Chunk::default(); columns.len()],
             })
             .collect();
-        let sparse_mbrs = if meta.footer.dense {
-            None
-        } else {
-            meta.rtree().ok().map(|t| t.leaves().to_vec())
-        };
-        let dense_grid = if meta.footer.dense {
-            crate::array::dense_grid::DenseGrid::new(&meta.schema, &meta.footer).ok()
-        } else {
-            None
-        };
-        let mut dim = 0;
         for (c, (field, column)) in meta.fields.iter().zip(columns).enumerate() {
             let nulls = if field.nullable {
                 let counts = meta.tile_null_counts(field.slot)?;
@@ -590,11 +580,7 @@ impl ArrayTree {
             } else {
                 None
             };
-            let bounds = if field.cell_val_num == 1 || field.is_var() {
-                Some(meta.tile_bounds(field.slot)?)
-            } else {
-                None
-            };
+            let bounds = TileBoundsOf::new(&meta, c)?;
             let mut var_start = 0;
             for (k, group) in groups.iter_mut().enumerate() {
                 let chunk = &mut group.chunks[c];
@@ -616,41 +602,7 @@ impl ArrayTree {
                 if table::needs_var_counts(column) {
                     missing.push((k, c, Missing::VarCounts));
                 }
-                chunk.bounds = bounds.as_ref().and_then(|(min, max)| {
-                    let get = |b: &crate::format::fragment_metadata::TileBounds| {
-                        b.get(k, field.is_var(), field.cell_size() as usize, tiles)
-                            .map(<[u8]>::to_vec)
-                    };
-                    Some(Bounds {
-                        min: get(min)?,
-                        max: get(max)?,
-                    })
-                });
-                if chunk.bounds.is_none() && field.role == FieldRole::Dimension {
-                    // A sparse tile's MBR bounds its coordinates on each dimension; a
-                    // dense tile's first and last cells are its box's corners.
-                    chunk.bounds = match &dense_grid {
-                        Some(grid) => {
-                            let first = k as u64 * meta.cells_per_tile;
-                            let last = first + group.rows.max(1) - 1;
-                            let corner = |n: u64| {
-                                grid.coordinate(n, dim)
-                                    .and_then(|v| int_bytes(v, field.datatype))
-                            };
-                            corner(first)
-                                .zip(corner(last))
-                                .map(|(min, max)| Bounds { min, max })
-                        }
-                        None => sparse_mbrs
-                            .as_ref()
-                            .and_then(|leaves| leaves.get(k)?.get(dim).cloned())
-                            .filter(|(lo, hi)| !lo.is_empty() && !hi.is_empty())
-                            .map(|(min, max)| Bounds { min, max }),
-                    };
-                }
-            }
-            if field.role == FieldRole::Dimension {
-                dim += 1;
+                chunk.bounds = bounds.get(k, group.rows);
             }
         }
         Ok(groups)
@@ -726,18 +678,13 @@ fn plain_as_stored(column: &Column) -> bool {
     plain && column.cell_val_num == 1 && !column.nullable && column.labels.is_none()
 }
 
-/// An integer coordinate as one value of `t`'s little-endian bytes, if it fits.
-fn int_bytes(v: i128, t: Datatype) -> Option<Vec<u8>> {
-    use crate::format::datatype::ElementKind::*;
-    Some(match t.element_kind() {
-        I8 => i8::try_from(v).ok()?.to_le_bytes().to_vec(),
-        U8 => u8::try_from(v).ok()?.to_le_bytes().to_vec(),
-        I16 => i16::try_from(v).ok()?.to_le_bytes().to_vec(),
-        U16 => u16::try_from(v).ok()?.to_le_bytes().to_vec(),
-        I32 => i32::try_from(v).ok()?.to_le_bytes().to_vec(),
-        U32 => u32::try_from(v).ok()?.to_le_bytes().to_vec(),
-        I64 => i64::try_from(v).ok()?.to_le_bytes().to_vec(),
-        U64 => u64::try_from(v).ok()?.to_le_bytes().to_vec(),
-        _ => return None,
-    })
+/// Where each group starts, in rows.
+fn first_rows(groups: &[Group]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(groups.len());
+    let mut row = 0;
+    for g in groups {
+        out.push(row);
+        row += g.rows;
+    }
+    out
 }

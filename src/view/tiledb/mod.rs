@@ -31,6 +31,7 @@ mod rescan;
 mod shape;
 mod states;
 mod textfiles;
+mod tile_bounds;
 mod zarr;
 
 pub use array_tree::{ArrayTree, Clock, REFRESH_INTERVAL};
