@@ -569,7 +569,12 @@ impl ArrayTree {
             })
             .collect();
         for (c, (field, column)) in meta.fields.iter().zip(columns).enumerate() {
-            let nulls = if field.nullable {
+            // TileDB's tile null counts are right for a nullable field of one value a
+            // cell; a var field's can be 0 where cells are null, and one of several
+            // values a cell counts values: those are counted from the validity.
+            let nulls = if field.nullable && field.cell_val_num != 1 {
+                None
+            } else if field.nullable {
                 let counts = meta.tile_null_counts(field.slot)?;
                 (counts.len() == tiles).then_some(counts)
             } else {

@@ -37,7 +37,12 @@ impl TileBoundsOf {
     pub fn new(meta: &FragmentMeta, index: usize) -> Result<TileBoundsOf> {
         let field = meta.fields[index].clone();
         let flat = field.cell_val_num == 1 || field.is_var();
-        let min_max = if flat {
+        // TileDB's tile min/max are not bounds of every value a folder shows: a dense
+        // tile's leave out its cells outside the written domain (which the fragment
+        // folder shows), and a float tile's go wrong once the tile holds a NaN. A
+        // dimension's bounds come from the MBRs or the box instead.
+        let trusted = !meta.footer.dense && !field.datatype.is_float();
+        let min_max = if flat && trusted {
             Some(meta.tile_bounds(field.slot)?).filter(|(min, _)| !min.is_empty())
         } else {
             None
