@@ -569,10 +569,12 @@ impl ArrayTree {
             })
             .collect();
         for (c, (field, column)) in meta.fields.iter().zip(columns).enumerate() {
-            // TileDB's tile null counts are right for a nullable field of one value a
-            // cell; a var field's can be 0 where cells are null, and one of several
-            // values a cell counts values: those are counted from the validity.
-            let nulls = if field.nullable && field.cell_val_num != 1 {
+            // TileDB's tile null counts are right for a sparse fragment's nullable field
+            // of one value a cell; a var field's can be 0 where cells are null, one of
+            // several values a cell counts values, and a dense tile's leave out its
+            // cells outside the written domain (null in the folder): those are counted
+            // from the validity.
+            let nulls = if field.nullable && (field.cell_val_num != 1 || meta.footer.dense) {
                 None
             } else if field.nullable {
                 let counts = meta.tile_null_counts(field.slot)?;
