@@ -59,7 +59,6 @@ pub fn units(table: &Table, leaves: &[Leaf]) -> Option<String> {
 fn logical(w: &mut Writer, l: Logical) {
     w.field_struct(10, |w| match l {
         Logical::String => w.field_struct(1, |_| {}),
-        Logical::Date => w.field_struct(6, |_| {}),
         Logical::Timestamp(unit) => w.field_struct(8, |w| {
             w.field_bool(1, false); // isAdjustedToUTC
             let id = match unit {

@@ -1,7 +1,7 @@
 //! The writer as a whole: bodies are as long as the layout promised, for columns of
 //! every shape with nulls, var cells and labels; bad cells are errors, never panics.
 
-use super::{body, layout};
+use super::{body, kind, layout};
 use crate::encode::table::{
     null_count, var_counts, Bounds, CellsRef, Chunk, Codec, Column, Group, Layout, Piece, Stored,
     StoredPage, Table,
@@ -96,8 +96,7 @@ fn cells(col: &Column, rows: u64, rng: &mut Rng) -> Cells {
         (0..n * size)
             .map(|_| match col.datatype {
                 Datatype::Bool => rng.below(2) as u8,
-                // Days near 0 so they fit an i32; codes 0..4 (3 has no label).
-                Datatype::DatetimeDay => 0,
+                // Codes 0..4 (3 has no label).
                 Datatype::UInt8 => rng.below(4) as u8,
                 _ => rng.next() as u8,
             })
@@ -245,11 +244,13 @@ fn raw_pieces_are_the_rows_of_values_bin() {
         raw,
         [
             (1, 0..12),
+            (4, 0..24),
             (6, 0..9),
             (7, 0..24),
             (9, 0..t.groups[0].chunks[9].var_bytes),
             (11, 0..24),
             (1, 12..32),
+            (4, 24..64),
             (6, 9..24),
             (7, 24..64),
             (9, vi.var_start..vi.var_start + vi.var_bytes),
@@ -316,13 +317,23 @@ fn facts_that_cannot_be_are_errors() {
     let (mut t, _, _) = table(&[4], 5);
     t.columns.clear();
     assert!(layout(&t).is_err());
-    // A day outside i32 names the column and the row.
-    let (t, mut cells, _) = table(&[2, 4], 5);
-    cells[1][4].values[8..16].copy_from_slice(&(1i64 << 40).to_le_bytes());
-    let e = body(&t, 1, 4, &cells[1][4].as_ref())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("\"day\"") && e.contains("row 3"), "{e}");
+}
+
+#[test]
+fn days_are_raw_int64_so_nat_and_far_days_pass_through() {
+    // TileDB's fill of DATETIME_DAY is i64::MIN (NaT), and days past ±2^31 are legal:
+    // neither fits Parquet's DATE (i32), so the column is a plain INT64.
+    let (t, _, _) = table(&[2], 5);
+    let day = kind::leaf(&t.columns[4]).unwrap();
+    assert_eq!(day.kind.physical, kind::Physical::Int64);
+    assert_eq!(day.kind.logical, None);
+    assert_eq!(day.kind.unit, Some(Datatype::DatetimeDay.name()));
+    assert!(day.raw_values());
+    let l = layout(&t).unwrap();
+    assert!(l
+        .pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Raw { column: 4, range } if *range == (0..16))));
 }
 
 #[test]
