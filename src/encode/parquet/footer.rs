@@ -28,6 +28,16 @@ pub struct ChunkMeta {
     pub bounds: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+impl ChunkMeta {
+    /// Moves the chunk `by` bytes on: its offsets were counted from where it was laid
+    /// out alone (padding goes before it, outside its sizes).
+    pub fn shift(&mut self, by: u64) {
+        self.start = self.start.saturating_add(by);
+        self.data_page = self.data_page.saturating_add(by);
+        self.dictionary_page = self.dictionary_page.map(|d| d.saturating_add(by));
+    }
+}
+
 /// One row group: its rows and its chunks, one per column.
 #[derive(Debug, Clone)]
 pub struct GroupMeta {

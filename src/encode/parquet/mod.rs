@@ -6,7 +6,11 @@
 //! endian) and `PAR1` again. A chunk is an optional DICTIONARY_PAGE, then one v1
 //! DATA_PAGE, or, where [`Chunk::stored`] says, one DATA_PAGE per stored compressed
 //! page (codec ZSTD or LZ4_RAW). Levels use the RLE/bit-packed hybrid with
-//! bit-packed runs only, behind their 4-byte length; values are PLAIN.
+//! bit-packed runs only, behind their 4-byte length; values are PLAIN. A chunk of at
+//! least 16 KiB, the chunk after it, and the footer after it start on a 4 KiB page,
+//! behind zero bytes no reader reads: the kernel's page cache reads whole pages, and a
+//! page shared with a neighbour would make the face decode that neighbour's tiles
+//! (`layout::ALIGN`).
 //!
 //! [`layout`] does not make the file: it gives it as [`Piece`]s, the bytes it made
 //! from the table alone (magic, page headers, dictionary pages, footer) and, for

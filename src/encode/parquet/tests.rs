@@ -1,6 +1,7 @@
 //! The writer as a whole: bodies are as long as the layout promised, for columns of
 //! every shape with nulls, var cells and labels; bad cells are errors, never panics.
 
+use super::layout::{with_groups, ALIGN, ALIGN_FROM};
 use super::{body, kind, layout};
 use crate::encode::table::{
     null_count, var_counts, Bounds, CellsRef, Chunk, Codec, Column, Group, Layout, Piece, Stored,
@@ -416,4 +417,67 @@ fn stored_pages_have_a_header_each_and_must_cover_the_rows() {
         pages,
     });
     assert!(layout(&t).is_err());
+}
+
+/// Checks where `t`'s chunks are: a chunk of ≥ ALIGN_FROM bytes, or one after such a
+/// chunk, starts on ALIGN with zero bytes before it; every other chunk, and the footer,
+/// right where the one before ended (the footer aligned after a large last chunk).
+/// Returns how many chunks were aligned.
+fn check_alignment(t: &Table, cells: &[Vec<Cells>], bins: &[Vec<u8>]) -> usize {
+    let (l, groups) = with_groups(t).unwrap();
+    let file = fill(t, &l, cells, bins);
+    let mut end = 4u64;
+    let mut before = 0u64;
+    let mut aligned = 0;
+    for m in groups.iter().flat_map(|g| &g.chunks) {
+        assert_eq!(m.dictionary_page.unwrap_or(m.start), m.start);
+        assert!(m.data_page >= m.start && m.data_page < m.start + m.compressed);
+        if m.compressed >= ALIGN_FROM || before >= ALIGN_FROM {
+            assert_eq!(m.start % ALIGN, 0, "{m:?}");
+            assert!(m.start - end < ALIGN);
+            assert!(file[end as usize..m.start as usize].iter().all(|&b| b == 0));
+            aligned += 1;
+        } else {
+            assert_eq!(m.start, end, "{m:?}");
+        }
+        end = m.start + m.compressed;
+        before = m.compressed;
+    }
+    let n = file.len();
+    let footer_len = u32::from_le_bytes(file[n - 8..n - 4].try_into().unwrap()) as u64;
+    let footer = l.size - 8 - footer_len;
+    if before >= ALIGN_FROM {
+        assert_eq!(footer % ALIGN, 0);
+        assert!(file[end as usize..footer as usize].iter().all(|&b| b == 0));
+    } else {
+        assert_eq!(footer, end);
+    }
+    aligned
+}
+
+#[test]
+fn large_chunks_start_on_a_page_and_small_tables_have_no_padding() {
+    // Groups of 5000 rows make chunks of 20 KB and more (the i32s) next to small ones
+    // (the booleans' bits); the group of 3 rows after them starts aligned, then packs.
+    let (t, cells, bins) = table(&[5000, 3, 1200, 7], 9);
+    let (l, groups) = with_groups(&t).unwrap();
+    let sizes: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| g.chunks.iter().map(|m| m.compressed))
+        .collect();
+    assert!(sizes.iter().any(|&s| s >= ALIGN_FROM));
+    assert!(sizes.iter().any(|&s| s < 4096));
+    let aligned = check_alignment(&t, &cells, &bins);
+    assert!(
+        aligned > 0 && aligned < sizes.len(),
+        "{aligned} of {sizes:?}"
+    );
+    // The footer's total sizes count chunks, not padding: less than the file.
+    let chunks: u64 = sizes.iter().sum();
+    assert!(chunks + 8 < l.size);
+    // Small tables: no chunk is large, so every chunk follows the one before.
+    for seed in 0..5 {
+        let (t, cells, bins) = table(&[3, 0, 40 + seed, 64], seed);
+        assert_eq!(check_alignment(&t, &cells, &bins), 0);
+    }
 }
