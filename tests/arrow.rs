@@ -152,14 +152,13 @@ fn fields() -> Vec<Field> {
         field("ts_ns", Datatype::DatetimeNs, 1, false, |r| {
             i64_cell(1_700_000_000_000_000_000 + r as i64)
         }),
-        // Null days hold TileDB's fill value, out of Date32's range: never narrowed.
-        field("day", Datatype::DatetimeDay, 1, true, |r| {
-            let v = (r as i64 - 5) * 1000;
-            if r % 3 == 1 {
-                (i64::MIN.to_le_bytes().to_vec(), false, Value::Null)
-            } else {
-                i64_cell(v)
-            }
+        // Days are Int64, not Date32 (int32): NaT (i64::MIN, TileDB's fill value, also
+        // in the null cells) and a day past ±2^31 pass through.
+        field("day", Datatype::DatetimeDay, 1, true, |r| match r {
+            _ if r % 3 == 1 => (i64::MIN.to_le_bytes().to_vec(), false, Value::Null),
+            0 => i64_cell(i64::MIN),
+            2 => i64_cell(1 << 40),
+            _ => i64_cell((r as i64 - 5) * 1000),
         }),
         field("year", Datatype::DatetimeYear, 1, false, |r| {
             i64_cell(r as i64 * 7 - 20)
@@ -197,9 +196,12 @@ fn fields() -> Vec<Field> {
             (bytes, true, json!(v))
         }),
         field("days", Datatype::DatetimeDay, VAR_NUM, false, |r| {
-            let v: Vec<i64> = (0..r % 3)
-                .map(|k| r as i64 * 100 - k as i64 * 50 - 200)
-                .collect();
+            let v: Vec<i64> = match r {
+                5 => vec![i64::MIN, 1 << 40],
+                _ => (0..r % 3)
+                    .map(|k| r as i64 * 100 - k as i64 * 50 - 200)
+                    .collect(),
+            };
             let bytes = le(&v.iter().map(|x| x.to_le_bytes()).collect::<Vec<_>>());
             (bytes, true, json!(v))
         }),
@@ -348,11 +350,11 @@ types = {
     "i32": pa.int32(), "u32": pa.uint32(), "i64": pa.int64(), "u64": pa.uint64(),
     "f32": pa.float32(), "f64": pa.float64(), "flag": pa.bool_(),
     "ts_s": pa.timestamp("s"), "ts_ms": pa.timestamp("ms"), "ts_us": pa.timestamp("us"),
-    "ts_ns": pa.timestamp("ns"), "day": pa.date32(), "year": pa.int64(),
+    "ts_ns": pa.timestamp("ns"), "day": pa.int64(), "year": pa.int64(),
     "t_ns": pa.duration("ns"), "t_hr": pa.int64(), "text": pa.large_utf8(),
     "blob": pa.large_binary(), "c3": pa.binary(3),
     "pair": pa.list_(item(pa.int32()), 2), "bits2": pa.list_(item(pa.bool_()), 2),
-    "vl": pa.large_list(item(pa.float64())), "days": pa.large_list(item(pa.date32())),
+    "vl": pa.large_list(item(pa.float64())), "days": pa.large_list(item(pa.int64())),
     "ni": pa.int32(),
     "color": pa.dictionary(pa.int16(), pa.large_utf8(), ordered=False),
     "level": pa.dictionary(pa.uint8(), pa.large_utf8(), ordered=True),
@@ -366,7 +368,10 @@ for field in s:
 meta = {field.name: field.metadata for field in s if field.metadata}
 assert meta == {
     n: {b"tiledb_datatype": t.encode()}
-    for n, t in [("year", "DATETIME_YEAR"), ("t_ns", "TIME_NS"), ("t_hr", "TIME_HR"), ("c3", "CHAR")]
+    for n, t in [
+        ("day", "DATETIME_DAY"), ("year", "DATETIME_YEAR"), ("t_ns", "TIME_NS"),
+        ("t_hr", "TIME_HR"), ("c3", "CHAR"), ("days", "DATETIME_DAY"),
+    ]
 }, meta
 assert s.metadata == {b"fragfs.table": b"cells", b"empty": b"", b"unicode": "\u00e9t\u00e9".encode()}, s.metadata
 
@@ -374,8 +379,6 @@ def plain(t):
     """The type with temporal values as the integers TileDB stores."""
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
         return pa.int64()
-    if pa.types.is_date32(t):
-        return pa.int32()
     if pa.types.is_large_list(t):
         return pa.large_list(item(plain(t.value_type)))
     if pa.types.is_fixed_size_list(t):

@@ -20,7 +20,7 @@ earlier state, as the other reader checkers). For every folder checked:
 * the Parquet schema: each column's physical and logical type as TileDB's datatype says
   (8/16-bit integers INT32 with their INT(bits, signed) annotation, unsigned ones
   annotated unsigned, DATETIME_MS/US/NS TIMESTAMP(unit) not adjusted to UTC,
-  DATETIME_DAY DATE, other temporal types INT64 with the TileDB type in the key
+  other temporal types (DATETIME_DAY too) INT64 with the TileDB type in the key
   `fragfs.units`, var strings STRING, var CHAR/BLOB plain BYTE_ARRAY, CHAR x n
   FIXED_LEN_BYTE_ARRAY(n), several values a list), nullable fields optional and others
   required; an enumerated attribute with string labels reads back as a dictionary (the
@@ -28,7 +28,7 @@ earlier state, as the other reader checkers). For every folder checked:
   the key `tiledb.schema` holds JSON, `tiledb.metadata` too where the array has
   metadata;
 * the Arrow file's types: integers of their own width, bool, timestamp[s/ms/us/ns],
-  date32, duration[s/ms/us/ns], int64 for the other temporal types, large_string /
+  duration[s/ms/us/ns], int64 for the other temporal types (days too), large_string /
   large_binary, fixed_size_binary(n), fixed_size_list(n), large_list, dictionary for
   enumerated attributes; reading it allocates nothing (zero-copy from the mapping);
 * row groups and record batches: a fragment's are its tiles (the cell counts of
@@ -317,8 +317,6 @@ def arrow_element_type(dt):
     unit = dt.split("_", 1)[1] if is_temporal(dt) else None
     if dt.startswith("DATETIME_") and unit in UNITS:
         return pa.timestamp(UNITS[unit])
-    if dt == "DATETIME_DAY":
-        return pa.date32()
     if dt.startswith("TIME_") and unit in UNITS:
         return pa.duration(UNITS[unit])
     if is_temporal(dt):
@@ -393,8 +391,6 @@ def parquet_leaf_rule(f):
     if dt in ("DATETIME_MS", "DATETIME_US", "DATETIME_NS"):
         name = {"MS": "milliseconds", "US": "microseconds", "NS": "nanoseconds"}[unit]
         return ({"INT64"}, logical("Timestamp", isAdjustedToUTC=False, timeUnit=name))
-    if dt == "DATETIME_DAY":
-        return ({"INT32"}, logical("Date"))
     return ({"INT64"}, logical(None))
 
 
@@ -480,7 +476,7 @@ def check_parquet(where, path, header, fields, truths, count, groups, tiles, has
             fail(cw, "definition level %d for %s (nullable: optional, else required)"
                  % (col.max_definition_level, f.describe()))
         if is_temporal(f.datatype) and f.datatype not in (
-                "DATETIME_MS", "DATETIME_US", "DATETIME_NS", "DATETIME_DAY"):
+                "DATETIME_MS", "DATETIME_US", "DATETIME_NS"):
             if units.get(name) != f.datatype:
                 fail(cw, "fragfs.units says %r for %s (key value %r)"
                      % (units.get(name), f.datatype, kv.get("fragfs.units")))

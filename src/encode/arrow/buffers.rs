@@ -20,8 +20,6 @@ pub(super) enum Src {
     Offsets { per: u64 },
     /// Each byte of the values as a bit.
     Bits,
-    /// The cells' int64 days as int32.
-    Narrow,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,10 +43,6 @@ fn leaf_data(leaf: Leaf, m: u64, size: u64) -> Option<Buf> {
         Leaf::Bool => Buf {
             len: m.div_ceil(8),
             src: Src::Bits,
-        },
-        Leaf::Date32 => Buf {
-            len: m.checked_mul(4)?,
-            src: Src::Narrow,
         },
         _ => {
             let len = m.checked_mul(size)?;
@@ -272,23 +266,6 @@ pub(super) fn made(plan: &Plan, cells: &Cells, raw: bool) -> std::result::Result
                         ));
                     }
                     out.extend_from_slice(&((b / per) as i64).to_le_bytes());
-                }
-            }
-            Src::Narrow => {
-                for (i, &valid) in cells.valid.iter().enumerate() {
-                    for v in cells.cell(i).chunks_exact(8) {
-                        let days = i64::from_le_bytes(v.try_into().unwrap_or_default());
-                        let day = match (valid, i32::try_from(days)) {
-                            (false, _) => 0,
-                            (true, Ok(d)) => d,
-                            (true, Err(_)) => {
-                                return Err(format!(
-                                    "cell {i}: {days} days is out of Date32's range"
-                                ))
-                            }
-                        };
-                        out.extend_from_slice(&day.to_le_bytes());
-                    }
                 }
             }
         }

@@ -47,7 +47,6 @@ pub(super) fn type_fb(b: &mut Builder, ty: Ty) -> (u8, Off) {
         }
         Ty::Leaf(Leaf::Float { double }) => unit(b, 3, if double { 2 } else { 1 }),
         Ty::Leaf(Leaf::Bool) => (6, b.table(&[])),
-        Ty::Leaf(Leaf::Date32) => unit(b, 8, 0),
         Ty::Leaf(Leaf::Timestamp(u)) => unit(b, 10, u),
         Ty::Leaf(Leaf::Duration(u)) => unit(b, 18, u),
         Ty::FixedBinary(w) => (15, b.table(&[(0, Val::I32(w))])),

@@ -17,8 +17,7 @@
 //! | FLOAT32, FLOAT64                             | FloatingPoint SINGLE, DOUBLE            |
 //! | BOOL (a byte per value)                      | Bool (bits)                             |
 //! | DATETIME_SEC, _MS, _US, _NS                  | Timestamp(unit), no time zone           |
-//! | DATETIME_DAY                                 | Date32(DAY) (narrowed from int64)       |
-//! | other DATETIME_*, other TIME_*               | Int64                                   |
+//! | other DATETIME_* (DAY too), other TIME_*     | Int64                                   |
 //! | TIME_SEC, _MS, _US, _NS                      | Duration(unit) (TileDB-Py's timedelta64)|
 //! | STRING_ASCII, STRING_UTF8 (var)              | LargeUtf8                               |
 //! | other strings, CHAR, BLOB, ANY, GEOM_* (var) | LargeBinary                             |
@@ -30,7 +29,9 @@
 //! Arrow type does not say one to one (CHAR, STRING_ASCII, other strings, ANY, GEOM_*,
 //! the DATETIME_* and TIME_* stored as Int64, and TIME_SEC..NS, which are times of day
 //! in TileDB, not durations) has field custom_metadata `tiledb_datatype` = its TileDB
-//! name. An enumerated attribute (an integer per cell) is a dictionary field: its type is
+//! name. DATETIME_DAY is not Date32: its fill value, which dense arrays hold where no
+//! fragment wrote, is i64::MIN (NaT), and days past ±2^31 are legal; neither fits an
+//! int32. An enumerated attribute (an integer per cell) is a dictionary field: its type is
 //! the labels' (mapped as above), its index type the attribute's integer type, ordered as
 //! the enumeration is; its labels are a DictionaryBatch. A code with no label is null
 //! (Arrow's index must point at an entry), so such a field is always nullable.
@@ -41,7 +42,7 @@
 //! exactly a byte range of the column's `values.bin` (fixed-size values, the bytes of
 //! var cells, a list's child values) are [`Piece::Raw`](super::table::Piece::Raw): the
 //! face copies them straight from TileDB's values. The rest (validity bitmaps, int64
-//! offsets rebased to 0 in each batch, booleans as bits, days narrowed to int32) is
+//! offsets rebased to 0 in each batch, booleans as bits) is
 //! made from the group's cells by [`body`], and the layout names slices of it as
 //! [`Piece::Body`](super::table::Piece::Body). The file's size and every offset follow
 //! from the table's rows and var bytes alone, never from null counts, because a face

@@ -37,7 +37,6 @@ pub(super) enum Leaf {
     Bool,
     /// TimeUnit: 0 SECOND, 1 MILLISECOND, 2 MICROSECOND, 3 NANOSECOND.
     Timestamp(i16),
-    Date32,
     Duration(i16),
 }
 
@@ -63,11 +62,13 @@ impl Leaf {
             DatetimeMs => Some(Leaf::Timestamp(1)),
             DatetimeUs => Some(Leaf::Timestamp(2)),
             DatetimeNs => Some(Leaf::Timestamp(3)),
-            DatetimeDay => Some(Leaf::Date32),
             TimeSec => Some(Leaf::Duration(0)),
             TimeMs => Some(Leaf::Duration(1)),
             TimeUs => Some(Leaf::Duration(2)),
             TimeNs => Some(Leaf::Duration(3)),
+            // DATETIME_DAY too: not Date32 (int32), as its fill value is i64::MIN (NaT),
+            // which dense arrays hold where no fragment wrote, and days past ±2^31 are
+            // legal.
             t if t.is_temporal() => int(64, true),
             _ => None,
         }
@@ -119,7 +120,7 @@ pub(super) fn one_to_one(col: &Column) -> bool {
     use Datatype::*;
     match col.datatype {
         Int8 | UInt8 | Int16 | UInt16 | Int32 | UInt32 | Int64 | UInt64 | Float32 | Float64
-        | Bool | DatetimeSec | DatetimeMs | DatetimeUs | DatetimeNs | DatetimeDay | Blob => true,
+        | Bool | DatetimeSec | DatetimeMs | DatetimeUs | DatetimeNs | Blob => true,
         StringUtf8 => col.is_var(),
         _ => false,
     }

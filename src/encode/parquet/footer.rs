@@ -28,6 +28,16 @@ pub struct ChunkMeta {
     pub bounds: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+impl ChunkMeta {
+    /// Moves the chunk `by` bytes on: its offsets were counted from where it was laid
+    /// out alone (padding goes before it, outside its sizes).
+    pub fn shift(&mut self, by: u64) {
+        self.start = self.start.saturating_add(by);
+        self.data_page = self.data_page.saturating_add(by);
+        self.dictionary_page = self.dictionary_page.map(|d| d.saturating_add(by));
+    }
+}
+
 /// One row group: its rows and its chunks, one per column.
 #[derive(Debug, Clone)]
 pub struct GroupMeta {
@@ -59,7 +69,6 @@ pub fn units(table: &Table, leaves: &[Leaf]) -> Option<String> {
 fn logical(w: &mut Writer, l: Logical) {
     w.field_struct(10, |w| match l {
         Logical::String => w.field_struct(1, |_| {}),
-        Logical::Date => w.field_struct(6, |_| {}),
         Logical::Timestamp(unit) => w.field_struct(8, |w| {
             w.field_bool(1, false); // isAdjustedToUTC
             let id = match unit {

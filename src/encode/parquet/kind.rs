@@ -53,7 +53,6 @@ pub enum Logical {
         bits: u8,
         signed: bool,
     },
-    Date,
     /// Always `isAdjustedToUTC = false`: TileDB's datetimes carry no zone.
     Timestamp(Unit),
 }
@@ -66,7 +65,6 @@ impl Logical {
     pub fn converted(self) -> Option<i32> {
         match self {
             Logical::String => Some(0),
-            Logical::Date => Some(6),
             Logical::Int { bits, signed } => {
                 let k = match bits {
                     8 => 0,
@@ -90,8 +88,6 @@ pub enum Encode {
     Same(u64),
     /// A small integer of this kind, sign- or zero-extended to 4 bytes.
     Widen(ElementKind),
-    /// An `i64` day count narrowed to `i32` (an error where it does not fit).
-    Day,
     /// One byte, 0 or not: one bit of a bit-packed run.
     Bool,
     /// A var-size cell's bytes behind their 4-byte length.
@@ -213,7 +209,6 @@ fn kind_of(t: Datatype, cell_val_num: u32, column: &str) -> Result<(Kind, Shape)
             Some(Logical::Timestamp(Unit::Nanos)),
             Encode::Same(8),
         ),
-        DatetimeDay => kind(Physical::Int32, Some(Logical::Date), Encode::Day),
         t if t.is_temporal() => Kind {
             unit: Some(t.name()),
             ..kind(Physical::Int64, None, Encode::Same(8))

@@ -1,6 +1,7 @@
 //! The file laid out from the facts: the magic, every column chunk's pages (headers
 //! and dictionary pages made here, levels and values as body, raw or stored pieces),
-//! the footer, its length and the magic again.
+//! the footer, its length and the magic again. Large chunks start on a page boundary
+//! (see [`ALIGN`]).
 
 use super::footer::{footer, ChunkMeta, GroupMeta};
 use super::kind::{leaf, Leaf, Shape};
@@ -11,6 +12,25 @@ use crate::encode::table::{Codec, Layout, Piece, Table};
 use crate::error::{Error, Place, Result};
 
 const MAGIC: &[u8] = b"PAR1";
+
+/// The boundary a large column chunk starts on: the page size of the kernel's page
+/// cache, through which the mount serves the file. The cache reads whole pages, so a
+/// reader of one column's chunk would also get the pages it shares with the chunks
+/// before and after it, and the face would decode a tile of each neighbour for bytes
+/// nobody asked for. Parquet readers find every chunk (and the footer) by the footer's
+/// offsets and never read between them, so zero bytes there cost nothing but size.
+pub const ALIGN: u64 = 4096;
+
+/// A chunk is aligned when it or the one before it has at least this many bytes (and
+/// the footer when the last chunk has): smaller neighbours' tiles are cheap to decode,
+/// and small tables stay small.
+pub const ALIGN_FROM: u64 = 16 << 10;
+
+/// Zero bytes to the next multiple of [`ALIGN`].
+fn pad(out: &mut Layout) {
+    let n = (ALIGN - out.size % ALIGN) % ALIGN;
+    out.push_bytes(&vec![0; n as usize]);
+}
 
 /// The dictionary page of an enumerated column: its header and its PLAIN labels.
 fn dictionary(table: &Table, column: usize, leaf: &Leaf) -> Result<Option<Vec<u8>>> {
@@ -44,6 +64,12 @@ fn dictionary(table: &Table, column: usize, leaf: &Leaf) -> Result<Option<Vec<u8
 /// Groups of no rows are left out: a row group of 0 rows says nothing, and not every
 /// reader takes a column chunk without a page.
 pub fn layout(table: &Table) -> Result<Layout> {
+    Ok(with_groups(table)?.0)
+}
+
+/// [`layout`], and the row groups' metadata as the footer has it (for the tests: where
+/// each chunk is).
+pub(super) fn with_groups(table: &Table) -> Result<(Layout, Vec<GroupMeta>)> {
     if table.columns.is_empty() {
         return Err(Error::corrupt(
             Place::file("cells.parquet"),
@@ -59,6 +85,8 @@ pub fn layout(table: &Table) -> Result<Layout> {
     out.push_bytes(MAGIC);
     let mut groups = Vec::with_capacity(table.groups.len());
     let mut first_row = 0u64;
+    // The bytes of the chunk before, in the file.
+    let mut before = 0u64;
     for (g, group) in table.groups.iter().enumerate() {
         let end = first_row.checked_add(group.rows);
         let end =
@@ -68,16 +96,29 @@ pub fn layout(table: &Table) -> Result<Layout> {
         }
         let mut chunks = Vec::with_capacity(table.columns.len());
         for c in 0..table.columns.len() {
-            let chunk = chunk(
+            // Laid out apart first: whether it is aligned depends on its size.
+            let mut alone = Layout::default();
+            let mut meta = chunk(
                 table,
                 g,
                 c,
                 &leaves[c],
                 first_row..end,
                 &dictionaries[c],
-                &mut out,
+                &mut alone,
             )?;
-            chunks.push(chunk);
+            if alone.size >= ALIGN_FROM || before >= ALIGN_FROM {
+                pad(&mut out);
+            }
+            meta.shift(out.size);
+            before = alone.size;
+            for p in alone.pieces {
+                match p {
+                    Piece::Bytes(b) => out.push_bytes(&b),
+                    p => out.push(p),
+                }
+            }
+            chunks.push(meta);
         }
         groups.push(GroupMeta {
             rows: group.rows,
@@ -88,10 +129,13 @@ pub fn layout(table: &Table) -> Result<Layout> {
     let footer = footer(table, &leaves, &groups)?;
     let len = u32::try_from(footer.len())
         .map_err(|_| Error::corrupt(Place::file("cells.parquet"), "the footer is over 4 GiB"))?;
+    if before >= ALIGN_FROM {
+        pad(&mut out);
+    }
     out.push_bytes(&footer);
     out.push_bytes(&len.to_le_bytes());
     out.push_bytes(MAGIC);
-    Ok(out)
+    Ok((out, groups))
 }
 
 /// Lays out column `c`'s chunk in group `g` (rows `rows` of the table) at the end of

@@ -6,7 +6,11 @@
 //! endian) and `PAR1` again. A chunk is an optional DICTIONARY_PAGE, then one v1
 //! DATA_PAGE, or, where [`Chunk::stored`] says, one DATA_PAGE per stored compressed
 //! page (codec ZSTD or LZ4_RAW). Levels use the RLE/bit-packed hybrid with
-//! bit-packed runs only, behind their 4-byte length; values are PLAIN.
+//! bit-packed runs only, behind their 4-byte length; values are PLAIN. A chunk of at
+//! least 16 KiB, the chunk after it, and the footer after it start on a 4 KiB page,
+//! behind zero bytes no reader reads: the kernel's page cache reads whole pages, and a
+//! page shared with a neighbour would make the face decode that neighbour's tiles
+//! (`layout::ALIGN`).
 //!
 //! [`layout`] does not make the file: it gives it as [`Piece`]s, the bytes it made
 //! from the table alone (magic, page headers, dictionary pages, footer) and, for
@@ -27,8 +31,7 @@
 //! | FLOAT32, FLOAT64 | FLOAT, DOUBLE, raw |
 //! | BOOL (a byte a value) | BOOLEAN (bit-packed, body) |
 //! | DATETIME_MS, _US, _NS | INT64 TIMESTAMP(unit, isAdjustedToUTC = false), raw |
-//! | DATETIME_DAY | INT32 DATE, narrowed (body; a day outside i32 is an error) |
-//! | other DATETIME_*, every TIME_* | INT64, raw, the unit in `fragfs.units` |
+//! | other DATETIME_* (DAY too), every TIME_* | INT64, raw, the unit in `fragfs.units` |
 //! | STRING_ASCII, STRING_UTF8, var | BYTE_ARRAY STRING |
 //! | other strings, CHAR, BLOB, GEOM_*, ANY, var | BYTE_ARRAY |
 //! | CHAR, BLOB, STRING_*, GEOM_*, n per cell | FIXED_LEN_BYTE_ARRAY(n × size), raw |
@@ -36,10 +39,12 @@
 //! | enumerated (labels) | the labels' type, OPTIONAL, dictionary encoded |
 //!
 //! TIME_* are not Parquet's TIME: TileDB-Py reads them as durations (timedelta64),
-//! Parquet's TIME is a time of day. They, and the datetimes Parquet has no unit for,
-//! are plain INT64 whose TileDB type is in the key-value pair `fragfs.units` (a JSON
+//! Parquet's TIME is a time of day. DATETIME_DAY is not Parquet's DATE (INT32): its
+//! fill value, which dense arrays hold where no fragment wrote, is i64::MIN (NaT), and
+//! days past ±2^31 are legal. They, and the datetimes Parquet has no unit for, are
+//! plain INT64 whose TileDB type is in the key-value pair `fragfs.units` (a JSON
 //! object by column name). The legacy converted type is written where one means the
-//! same (UTF8, INT_*/UINT_*, DATE, LIST); TIMESTAMP_MILLIS/MICROS mean UTC-adjusted
+//! same (UTF8, INT_*/UINT_*, LIST); TIMESTAMP_MILLIS/MICROS mean UTC-adjusted
 //! instants, which TileDB's datetimes are not, so timestamps have the logical type
 //! only.
 //!

@@ -11,7 +11,7 @@ use crate::format::Datatype;
 pub fn len(kind: &Kind, count: u64, bytes: u64) -> Option<u64> {
     match kind.encode {
         Encode::Same(k) => count.checked_mul(k),
-        Encode::Widen(_) | Encode::Day => count.checked_mul(4),
+        Encode::Widen(_) => count.checked_mul(4),
         Encode::Bool => Some(count.div_ceil(8)),
         Encode::Bytes => count.checked_mul(4)?.checked_add(bytes),
     }
@@ -51,12 +51,6 @@ impl Values {
                 };
                 let x = decode_int(v, t).and_then(|x| i32::try_from(x).ok());
                 let x = x.ok_or_else(|| "a value that is no small integer".to_string())?;
-                self.out.extend_from_slice(&x.to_le_bytes());
-            }
-            Encode::Day => {
-                let day = decode_int(v, Datatype::DatetimeDay).unwrap_or_default();
-                let x = i32::try_from(day)
-                    .map_err(|_| format!("day {day} is outside a Parquet DATE (i32)"))?;
                 self.out.extend_from_slice(&x.to_le_bytes());
             }
             Encode::Bool => self.bits.push(u32::from(v.iter().any(|&b| b != 0))),

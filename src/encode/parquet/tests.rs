@@ -1,7 +1,8 @@
 //! The writer as a whole: bodies are as long as the layout promised, for columns of
 //! every shape with nulls, var cells and labels; bad cells are errors, never panics.
 
-use super::{body, layout};
+use super::layout::{with_groups, ALIGN, ALIGN_FROM};
+use super::{body, kind, layout};
 use crate::encode::table::{
     null_count, var_counts, Bounds, CellsRef, Chunk, Codec, Column, Group, Layout, Piece, Stored,
     StoredPage, Table,
@@ -96,8 +97,7 @@ fn cells(col: &Column, rows: u64, rng: &mut Rng) -> Cells {
         (0..n * size)
             .map(|_| match col.datatype {
                 Datatype::Bool => rng.below(2) as u8,
-                // Days near 0 so they fit an i32; codes 0..4 (3 has no label).
-                Datatype::DatetimeDay => 0,
+                // Codes 0..4 (3 has no label).
                 Datatype::UInt8 => rng.below(4) as u8,
                 _ => rng.next() as u8,
             })
@@ -245,11 +245,13 @@ fn raw_pieces_are_the_rows_of_values_bin() {
         raw,
         [
             (1, 0..12),
+            (4, 0..24),
             (6, 0..9),
             (7, 0..24),
             (9, 0..t.groups[0].chunks[9].var_bytes),
             (11, 0..24),
             (1, 12..32),
+            (4, 24..64),
             (6, 9..24),
             (7, 24..64),
             (9, vi.var_start..vi.var_start + vi.var_bytes),
@@ -316,13 +318,23 @@ fn facts_that_cannot_be_are_errors() {
     let (mut t, _, _) = table(&[4], 5);
     t.columns.clear();
     assert!(layout(&t).is_err());
-    // A day outside i32 names the column and the row.
-    let (t, mut cells, _) = table(&[2, 4], 5);
-    cells[1][4].values[8..16].copy_from_slice(&(1i64 << 40).to_le_bytes());
-    let e = body(&t, 1, 4, &cells[1][4].as_ref())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("\"day\"") && e.contains("row 3"), "{e}");
+}
+
+#[test]
+fn days_are_raw_int64_so_nat_and_far_days_pass_through() {
+    // TileDB's fill of DATETIME_DAY is i64::MIN (NaT), and days past ±2^31 are legal:
+    // neither fits Parquet's DATE (i32), so the column is a plain INT64.
+    let (t, _, _) = table(&[2], 5);
+    let day = kind::leaf(&t.columns[4]).unwrap();
+    assert_eq!(day.kind.physical, kind::Physical::Int64);
+    assert_eq!(day.kind.logical, None);
+    assert_eq!(day.kind.unit, Some(Datatype::DatetimeDay.name()));
+    assert!(day.raw_values());
+    let l = layout(&t).unwrap();
+    assert!(l
+        .pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Raw { column: 4, range } if *range == (0..16))));
 }
 
 #[test]
@@ -405,4 +417,67 @@ fn stored_pages_have_a_header_each_and_must_cover_the_rows() {
         pages,
     });
     assert!(layout(&t).is_err());
+}
+
+/// Checks where `t`'s chunks are: a chunk of ≥ ALIGN_FROM bytes, or one after such a
+/// chunk, starts on ALIGN with zero bytes before it; every other chunk, and the footer,
+/// right where the one before ended (the footer aligned after a large last chunk).
+/// Returns how many chunks were aligned.
+fn check_alignment(t: &Table, cells: &[Vec<Cells>], bins: &[Vec<u8>]) -> usize {
+    let (l, groups) = with_groups(t).unwrap();
+    let file = fill(t, &l, cells, bins);
+    let mut end = 4u64;
+    let mut before = 0u64;
+    let mut aligned = 0;
+    for m in groups.iter().flat_map(|g| &g.chunks) {
+        assert_eq!(m.dictionary_page.unwrap_or(m.start), m.start);
+        assert!(m.data_page >= m.start && m.data_page < m.start + m.compressed);
+        if m.compressed >= ALIGN_FROM || before >= ALIGN_FROM {
+            assert_eq!(m.start % ALIGN, 0, "{m:?}");
+            assert!(m.start - end < ALIGN);
+            assert!(file[end as usize..m.start as usize].iter().all(|&b| b == 0));
+            aligned += 1;
+        } else {
+            assert_eq!(m.start, end, "{m:?}");
+        }
+        end = m.start + m.compressed;
+        before = m.compressed;
+    }
+    let n = file.len();
+    let footer_len = u32::from_le_bytes(file[n - 8..n - 4].try_into().unwrap()) as u64;
+    let footer = l.size - 8 - footer_len;
+    if before >= ALIGN_FROM {
+        assert_eq!(footer % ALIGN, 0);
+        assert!(file[end as usize..footer as usize].iter().all(|&b| b == 0));
+    } else {
+        assert_eq!(footer, end);
+    }
+    aligned
+}
+
+#[test]
+fn large_chunks_start_on_a_page_and_small_tables_have_no_padding() {
+    // Groups of 5000 rows make chunks of 20 KB and more (the i32s) next to small ones
+    // (the booleans' bits); the group of 3 rows after them starts aligned, then packs.
+    let (t, cells, bins) = table(&[5000, 3, 1200, 7], 9);
+    let (l, groups) = with_groups(&t).unwrap();
+    let sizes: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| g.chunks.iter().map(|m| m.compressed))
+        .collect();
+    assert!(sizes.iter().any(|&s| s >= ALIGN_FROM));
+    assert!(sizes.iter().any(|&s| s < 4096));
+    let aligned = check_alignment(&t, &cells, &bins);
+    assert!(
+        aligned > 0 && aligned < sizes.len(),
+        "{aligned} of {sizes:?}"
+    );
+    // The footer's total sizes count chunks, not padding: less than the file.
+    let chunks: u64 = sizes.iter().sum();
+    assert!(chunks + 8 < l.size);
+    // Small tables: no chunk is large, so every chunk follows the one before.
+    for seed in 0..5 {
+        let (t, cells, bins) = table(&[3, 0, 40 + seed, 64], seed);
+        assert_eq!(check_alignment(&t, &cells, &bins), 0);
+    }
 }

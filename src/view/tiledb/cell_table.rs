@@ -676,12 +676,11 @@ impl ArrayTree {
 
 /// Whether a column's Parquet PLAIN values are its `values.bin` bytes as they are: one
 /// value a cell of a 32- or 64-bit integer (signed or not), a float, a 64-bit date or
-/// time other than days (which Parquet's DATE narrows), not nullable, not enumerated.
+/// time (days too: a plain INT64), not nullable, not enumerated.
 fn plain_as_stored(column: &Column) -> bool {
     use Datatype::*;
     let t = column.datatype;
-    let plain = matches!(t, Int32 | UInt32 | Int64 | UInt64 | Float32 | Float64)
-        || (t.is_temporal() && t != DatetimeDay);
+    let plain = matches!(t, Int32 | UInt32 | Int64 | UInt64 | Float32 | Float64) || t.is_temporal();
     plain && column.cell_val_num == 1 && !column.nullable && column.labels.is_none()
 }
 
