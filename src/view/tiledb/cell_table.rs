@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::array::fragment::TileList;
+use crate::array::fragment::{TileList, METADATA_FILE};
 use crate::encode::table::{
     self, CellsRef, Chunk, Codec, Column, Group, Layout, Stored, StoredPage, Table,
 };
@@ -36,6 +36,18 @@ use super::tile_bounds::TileBoundsOf;
 /// stays a few MiB per column, and large enough that a column chunk's headers are a
 /// small share of it.
 pub(super) const STATE_GROUP_ROWS: u64 = 1 << 16;
+
+/// The most groups a table file has: its footer (a few hundred bytes per group) is
+/// kept in memory, so a table of more (over 68 billion cells in a merged state, over a
+/// million tiles in a fragment) is refused rather than laid out.
+const MAX_GROUPS: u64 = 1 << 20;
+
+fn too_many_groups(place: Place, groups: u64) -> Error {
+    Error::corrupt(
+        place,
+        format!("{groups} row groups: more than a table file holds ({MAX_GROUPS})"),
+    )
+}
 
 /// A table file laid out: its table, the writer's layout, and where each piece starts.
 pub(super) struct Laid {
@@ -206,6 +218,16 @@ impl ArrayTree {
         }
     }
 
+    /// Where a writer's error about a folder's table happens: a fragment's facts come
+    /// from its metadata (a writer finds the cells disagree with them), a state's from
+    /// its merge. The writer's own message names the file, column and group.
+    fn writer_place(&self, folder: Folder) -> Place {
+        match folder {
+            Folder::Fragment(_) => self.table_place(folder, METADATA_FILE),
+            Folder::State(w) => Place::file(state_dir(w)),
+        }
+    }
+
     /// The table file at `ino` laid out by `lay`, if metadata alone lays it out (or it
     /// was laid out before): what `ls` shows without reading a cell.
     pub(super) fn laid_from_metadata(
@@ -224,7 +246,9 @@ impl ArrayTree {
             return Ok(None);
         }
         writer.complete(&mut draft.table)?;
-        let layout = writer.layout(&draft.table)?;
+        let layout = writer
+            .layout(&draft.table)
+            .map_err(|e| e.at(self.writer_place(folder)))?;
         let laid = Laid::new(draft.table, layout, draft.stored);
         let size = laid.layout.size;
         let item = Arc::new(laid.into_item());
@@ -262,7 +286,10 @@ impl ArrayTree {
             return Ok(None);
         }
         writer.complete(&mut draft.table)?;
-        let size = writer.layout(&draft.table)?.size;
+        let size = writer
+            .layout(&draft.table)
+            .map_err(|e| e.at(self.writer_place(folder)))?
+            .size;
         self.learn_size(ino, generation, size);
         Ok(Some(size))
     }
@@ -285,7 +312,9 @@ impl ArrayTree {
         let item = self.caches.views.get_or_load(key, || {
             let (mut table, stored) = self.complete_table(folder, writer)?;
             writer.complete(&mut table)?;
-            let layout = writer.layout(&table)?;
+            let layout = writer
+                .layout(&table)
+                .map_err(|e| e.at(self.writer_place(folder)))?;
             self.learn_size(ino, generation, layout.size);
             Ok(Laid::new(table, layout, stored).into_item())
         })?;
@@ -320,6 +349,7 @@ impl ArrayTree {
             writer
                 .body(&laid.table, group, column, &cells)
                 .map(ViewItem::Bytes)
+                .map_err(|e| e.at(self.writer_place(folder)))
         })
     }
 
@@ -461,6 +491,9 @@ impl ArrayTree {
                 let merged = self.merged(w)?;
                 let cells = merged.cell_count()?;
                 let n = cells.div_ceil(STATE_GROUP_ROWS);
+                if n > MAX_GROUPS {
+                    return Err(too_many_groups(Place::file(state_dir(w)), n));
+                }
                 let mut groups = (0..n)
                     .map(|g| {
                         let rows = STATE_GROUP_ROWS.min(cells - g * STATE_GROUP_ROWS);
@@ -561,6 +594,12 @@ impl ArrayTree {
         missing: &mut Vec<(usize, usize, Missing)>,
     ) -> Result<Vec<Group>> {
         let (_, meta) = self.meta(f)?;
+        // A corrupt tile count must not size the table: the tile offsets in the
+        // metadata must cover every tile (as for every raw file).
+        meta.check_tile_count()?;
+        if meta.tile_count > MAX_GROUPS {
+            return Err(too_many_groups(meta.place().clone(), meta.tile_count));
+        }
         let tiles = meta.tile_count as usize;
         let mut groups: Vec<Group> = (0..meta.tile_count)
             .map(|k| Group {
