@@ -109,10 +109,15 @@ fn ls_l_and_cat_agree_on_sizes() {
             // A merged var-size field's values: their total needs a pass over the
             // offsets, so the listing shows 0 until a read learns it.
             assert!(!out.stdout.is_empty(), "{path}");
-        } else if size == 0 && (path.ends_with("/cells.parquet") || path.ends_with("/cells.arrow")) {
+        } else if size == 0 && (path.ends_with("/cells.parquet") || path.ends_with("/cells.arrow"))
+        {
             // A table file whose layout needs counts metadata lacks: sized when
             // opened (docs/tables.md), whole when read.
-            let magic: &[u8] = if path.ends_with(".parquet") { b"PAR1" } else { b"ARROW1" };
+            let magic: &[u8] = if path.ends_with(".parquet") {
+                b"PAR1"
+            } else {
+                b"ARROW1"
+            };
             assert!(out.stdout.starts_with(magic), "{path}");
         } else if size == 0 && (path.starts_with("zarr/") || path.contains("/zarr/")) {
             // A Zarr chunk of strings or bytes: sized once rendered; it opens with its

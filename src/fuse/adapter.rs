@@ -172,11 +172,13 @@ impl Filesystem for FragFs {
                 return Err(Errno::EISDIR);
             }
             let keep = self.view.open(ino).map_err(|e| errno(&e, ino, "open"))?;
-            // Opening may have learnt the size (a file whose readers need it first).
-            let stat = if stat.exact_size {
-                stat
-            } else {
+            // A file whose readers need its size first (a table file) is sized now,
+            // so it opens with its size and every later `stat` shows it.
+            let stat = if !stat.exact_size && self.view.sized_on_open(ino) {
+                self.view.size(ino).map_err(|e| errno(&e, ino, "open"))?;
                 self.view.stat(ino).map_err(|e| errno(&e, ino, "open"))?
+            } else {
+                stat
             };
             let fh = self.handles.next();
             let lifetime = self.view.lifetime(ino);

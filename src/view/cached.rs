@@ -247,6 +247,10 @@ impl FileTree for CachedTree {
         self.inner.open(ino)
     }
 
+    fn sized_on_open(&self, ino: Ino) -> bool {
+        self.inner.sized_on_open(ino)
+    }
+
     fn remember(&self, ino: Ino) -> bool {
         self.inner.remember(ino)
     }

@@ -53,6 +53,13 @@ pub trait FileTree: Send + Sync {
         Ok(None)
     }
 
+    /// Whether a reader of the file needs its size before its first read (a table
+    /// file's footer is at its end), so a mount sizes it when it is opened
+    /// ([`FileTree::size`], on the opening thread) where `stat` did not know it.
+    fn sized_on_open(&self, _ino: Ino) -> bool {
+        false
+    }
+
     /// The kernel was handed `ino` once more (a lookup reply, a `readdirplus` entry):
     /// its number must stay in use until [`FileTree::forget`] gives the reference back
     /// (see [`nodes`](super::nodes)). False when the number is no longer in use: look the name up

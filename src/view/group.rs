@@ -338,6 +338,15 @@ impl FileTree for GroupTree {
         self.in_member(&node, |t, i| t.open(i)).unwrap_or(Ok(None))
     }
 
+    fn sized_on_open(&self, ino: Ino) -> bool {
+        let Ok(node) = self.node(ino) else {
+            return false;
+        };
+        self.in_member(&node, |t, i| Ok(t.sized_on_open(i)))
+            .and_then(|r| r.ok())
+            .unwrap_or(false)
+    }
+
     fn parent(&self, ino: Ino) -> Result<Ino> {
         Ok(match self.node(ino)? {
             Node::Member(inside) if inside.inner != ROOT => {

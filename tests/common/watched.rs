@@ -119,6 +119,9 @@ impl FileTree for Watched {
     fn open(&self, ino: Ino) -> fragfs::Result<Option<OpenGuard>> {
         self.tree.open(ino)
     }
+    fn sized_on_open(&self, ino: Ino) -> bool {
+        self.tree.sized_on_open(ino)
+    }
     fn remember(&self, ino: Ino) -> bool {
         self.tree.remember(ino)
     }

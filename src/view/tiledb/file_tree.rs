@@ -164,15 +164,22 @@ impl FileTree for ArrayTree {
         if let Some(guard) = self.in_label(&node, |t, i| t.open(i)) {
             return guard;
         }
-        if let Served::FolderFace(folder, id) = node.served() {
-            let (at, face) = self.face(ino, folder, id);
-            if face.sized_on_open() {
-                face.size(&at)?;
-            }
-        }
         match node.fragment() {
             Some(id) => self.pin(id).map(Some),
             None => Ok(None),
+        }
+    }
+
+    fn sized_on_open(&self, ino: Ino) -> bool {
+        let Ok(node) = self.node(ino) else {
+            return false;
+        };
+        if let Some(sized) = self.in_label(&node, |t, i| Ok(t.sized_on_open(i))) {
+            return sized.unwrap_or(false);
+        }
+        match node.served() {
+            Served::FolderFace(_, id) => Folder::face(id).sized_on_open(),
+            _ => false,
         }
     }
 
