@@ -22,6 +22,7 @@ use crate::encode::table::{
 use crate::error::{Error, Place, Result};
 use crate::format::enumeration::Enumeration;
 use crate::format::Datatype;
+use crate::read::cells::Cells;
 use crate::read::stored::StoredCodec;
 use crate::read::RawFile;
 use crate::view::cache::{OwnedKey, ViewItem, ViewKey};
@@ -341,11 +342,7 @@ impl ArrayTree {
             let rows = laid.table.groups.get(group).map_or(0, |g| g.rows);
             let first = laid.first_rows.get(group).copied().unwrap_or(0);
             let cells = self.folder_cells(folder, column, first, rows)?;
-            let cells = CellsRef {
-                values: &cells.values,
-                bounds: cells.bounds.as_deref(),
-                validity: cells.validity.as_deref(),
-            };
+            let cells = cells_ref(&cells);
             writer
                 .body(&laid.table, group, column, &cells)
                 .map(ViewItem::Bytes)
@@ -377,11 +374,7 @@ impl ArrayTree {
             let fact = match what {
                 Missing::VarCounts => {
                     let cells = self.folder_cells(folder, c, first, rows)?;
-                    let cells = CellsRef {
-                        values: &cells.values,
-                        bounds: cells.bounds.as_deref(),
-                        validity: cells.validity.as_deref(),
-                    };
+                    let cells = cells_ref(&cells);
                     let (null_bytes, empty) = table::var_counts(column, &cells);
                     let chunk = &mut table.groups[g].chunks[c];
                     chunk.null_bytes = null_bytes;
@@ -390,11 +383,7 @@ impl ArrayTree {
                 }
                 Missing::Nulls if column.labels.is_some() => {
                     let cells = self.folder_cells(folder, c, first, rows)?;
-                    let cells = CellsRef {
-                        values: &cells.values,
-                        bounds: cells.bounds.as_deref(),
-                        validity: cells.validity.as_deref(),
-                    };
+                    let cells = cells_ref(&cells);
                     table::null_count(column, &cells)
                 }
                 Missing::Nulls => {
@@ -732,4 +721,13 @@ fn first_rows(groups: &[Group]) -> Vec<u64> {
         row += g.rows;
     }
     out
+}
+
+/// Cells read from a folder, as the writers take them.
+fn cells_ref(cells: &Cells) -> CellsRef<'_> {
+    CellsRef {
+        values: &cells.values,
+        bounds: cells.bounds.as_deref(),
+        validity: cells.validity.as_deref(),
+    }
 }
