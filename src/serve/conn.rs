@@ -292,11 +292,17 @@ const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\
 Retry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: 39\r\n\r\n\
 too many connections from this address\n";
 
-/// The accept loop every door shares: a slot of `wiring`'s for each connection (more
-/// wait in the listen backlog; one more than a client's share is closed at once), each
-/// counted and served by `handle` on a task of its own, until the stop signal; then
-/// stops accepting and returns once every connection has ended (the caller bounds how
-/// long it waits).
+/// The accept loop every door shares: each connection accepted, closed at once when
+/// its client holds all its own, else served by `handle` on a task of its own once a
+/// slot of `wiring`'s is free (while every slot is held, a door holds at most the one
+/// connection it accepted, unserved, and the rest wait in the listen backlog), until
+/// the stop signal; then stops accepting and returns once every connection has ended
+/// (the caller bounds how long it waits).
+///
+/// A door takes a slot only for a connection it has: a door that took one before
+/// accepting would keep it from the other doors while it waits for a client, and with
+/// as many doors as slots, one door's connection could take the slot another door's
+/// client needs.
 pub async fn accept<H, F>(listener: TcpListener, wiring: Wiring, door: &'static str, handle: H)
 where
     H: Fn(TcpStream, SocketAddr, watch::Receiver<bool>) -> F,
@@ -310,15 +316,6 @@ where
     } = wiring;
     let mut tasks = tokio::task::JoinSet::new();
     loop {
-        counts.waiting_for_slot.fetch_add(1, Ordering::Relaxed);
-        let permit: Option<OwnedSemaphorePermit> = tokio::select! {
-            p = slots.all.clone().acquire_owned() => p.ok(),
-            _ = stop.changed() => None,
-        };
-        counts.waiting_for_slot.fetch_sub(1, Ordering::Relaxed);
-        let Some(permit) = permit else {
-            break;
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -338,8 +335,16 @@ where
                 let _ = stream.try_write(TOO_MANY);
             }
             counts.refused.fetch_add(1, Ordering::Relaxed);
-            drop(permit);
             continue;
+        };
+        counts.waiting_for_slot.fetch_add(1, Ordering::Relaxed);
+        let permit: Option<OwnedSemaphorePermit> = tokio::select! {
+            p = slots.all.clone().acquire_owned() => p.ok(),
+            _ = stop.changed() => None,
+        };
+        counts.waiting_for_slot.fetch_sub(1, Ordering::Relaxed);
+        let Some(permit) = permit else {
+            break;
         };
         let _ = stream.set_nodelay(true);
         let open = Open::count(&counts);
@@ -363,8 +368,8 @@ pub struct Counts {
     pub open: AtomicUsize,
     pub accepted: AtomicUsize,
     pub refused: AtomicUsize,
-    /// Doors whose accept loop waits for a free slot (every slot held): a test sees a
-    /// connection left in the listen backlog without giving it time to be accepted.
+    /// Doors holding an accepted connection that waits for a free slot (every slot
+    /// held): a test sees it without giving it time to be served.
     pub waiting_for_slot: AtomicUsize,
 }
 

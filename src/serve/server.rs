@@ -292,8 +292,8 @@ impl Server {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Doors that wait for a free connection slot now, every slot being held: the
-    /// next connection stays in the listen backlog (tests watch it).
+    /// Doors holding an accepted connection that waits for a free slot now, every slot
+    /// being held (tests watch it).
     pub fn doors_waiting_for_a_slot(&self) -> usize {
         self.counts
             .waiting_for_slot
