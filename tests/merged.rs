@@ -255,6 +255,56 @@ fn a_merged_read_decodes_only_the_newest_fragments_chunks() {
     assert!(size > 0);
 }
 
+/// A merged state is merged once, whatever reads it: the pass that counts its cells
+/// keeps a record of the merge (which source each cell comes from) and later reads
+/// replay it. A table file's layout takes that pass (it finds the row groups'
+/// statistics on the way) and nothing more, though four of its columns need facts
+/// read from their cells; reading the file, or laying out the other, merges nothing
+/// more. Where the record is over its budget (an eighth of the cache), reads merge
+/// again: the layout's facts, a row group once for all its columns.
+#[test]
+fn a_state_is_merged_once_whatever_reads_it() {
+    let (array, expected) = feature("merge_sparse_overlap");
+    let count = |tree: &fragfs::view::tiledb::ArrayTree| {
+        let info = tree.resolve("latest/read.json").unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&read_all(tree, info).unwrap()).unwrap();
+        v["cell_count"].as_u64().unwrap()
+    };
+    let open = |cache: u64| {
+        fragfs::view::tiledb::ArrayTree::open_path(&array, options_for(&expected), cache).unwrap()
+    };
+    for (cache, layout_passes) in [(64 << 20, 1), (64, 2)] {
+        let tree = open(cache);
+        let parquet = tree.resolve("latest/cells.parquet").unwrap();
+        assert_eq!(tree.cells_merged(), 0, "a lookup merges nothing");
+        tree.read_at(parquet, 0, 4).unwrap();
+        let laid_out = tree.cells_merged();
+        let cells = count(&tree);
+        assert!(cells > 2, "{cells} cells");
+        assert_eq!(
+            laid_out,
+            layout_passes * cells,
+            "cache {cache}: laying out the table"
+        );
+        assert_eq!(tree.cells_merged(), laid_out, "the count was kept");
+        let parquet_bytes = read_all(&tree, parquet).unwrap();
+        let arrow = tree.resolve("latest/cells.arrow").unwrap();
+        let arrow_bytes = read_all(&tree, arrow).unwrap();
+        if cache > 64 {
+            assert_eq!(tree.cells_merged(), laid_out, "reading merged again");
+        }
+        // The same bytes as a tree that merges for every read (with so small a cache,
+        // nothing is kept: each read lays the file out again).
+        let again = open(64);
+        let read = |name: &str| read_all(&again, again.resolve(name).unwrap()).unwrap();
+        assert!(
+            read("latest/cells.parquet") == parquet_bytes,
+            "cache {cache}"
+        );
+        assert!(read("latest/cells.arrow") == arrow_bytes, "cache {cache}");
+    }
+}
+
 /// A corrupt tile in one fragment: the merged files that need it fail (EIO, naming the
 /// fragment), the others are still served.
 #[test]

@@ -10,12 +10,14 @@ use super::spill::{Spill, SpillKey};
 pub type ResultSpill = Spill<SpillKey>;
 
 /// The shared state of every read: the bounded cache of decoded chunks and chunk
-/// indexes, the spill where chunks larger than that cache go, and a count of chunks
-/// decoded (tests prove laziness with it).
+/// indexes, the spill where chunks larger than that cache go, and counts of chunks
+/// decoded and of cells the sparse merges went through (tests prove laziness, and how
+/// many passes a merged state costs, with them).
 pub struct ReadEngine {
     cache: ChunkCache,
     spill: Arc<ResultSpill>,
     decoded: AtomicU64,
+    merged: AtomicU64,
 }
 
 impl ReadEngine {
@@ -31,6 +33,7 @@ impl ReadEngine {
             cache: ChunkCache::new(cache_size),
             spill,
             decoded: AtomicU64::new(0),
+            merged: AtomicU64::new(0),
         }
     }
 
@@ -56,5 +59,15 @@ impl ReadEngine {
 
     pub(crate) fn count_decoded(&self) {
         self.decoded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Output cells the sparse merges went through since the engine was made (a whole
+    /// pass over a state adds its cell count).
+    pub fn cells_merged(&self) -> u64 {
+        self.merged.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_merged(&self, cells: u64) {
+        self.merged.fetch_add(cells, Ordering::Relaxed);
     }
 }

@@ -221,6 +221,27 @@ impl Merged {
         }
     }
 
+    /// Calls `emit(out, source, cell)` for each output cell of `[first, first + n)`
+    /// with the source cell it shows, in one merge pass (counting the cells on the way
+    /// if they are not yet); dense arrays' cells come from their runs.
+    pub fn visit(&self, first: u64, n: u64, emit: &mut dyn FnMut(u64, usize, u64)) -> Result<()> {
+        match &self.shape {
+            Shape::Sparse(s) => s.visit(self.sparse_input(), first, n, emit),
+            Shape::Dense(d) => {
+                let mut out = first;
+                for run in d.runs(first, n) {
+                    for i in 0..run.count {
+                        if let Some(source) = run.source {
+                            emit(out, source, run.cell + i * run.stride);
+                        }
+                        out += 1;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Whether the cells are counted already (dense: always, from the domain).
     pub fn counted(&self) -> bool {
         match &self.shape {

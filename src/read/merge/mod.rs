@@ -13,6 +13,7 @@ mod gather;
 pub mod hilbert;
 mod merged;
 pub mod order;
+mod record;
 mod runs;
 pub mod sparse;
 mod state;

@@ -17,9 +17,11 @@
 //! resume where the last one stopped: a sequential reader (`cat`) merges once, and
 //! when it reaches the end the index is complete, with the cell count, without a
 //! separate counting pass. Only what needs the count first (a file's size, offsets,
-//! text) makes one counting pass over the rest.
+//! text) makes one counting pass over the rest. A pass from cell 0 to the last keeps a
+//! [`Record`] of the merge, which later reads replay instead of merging.
 
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use crate::array::generic_tile::decode_generic_tile;
@@ -33,6 +35,7 @@ use crate::read::cells::Cells;
 use crate::read::ReadEngine;
 
 use super::order::{GlobalOrder, Key};
+use super::record::{Record, Recorder};
 use super::runs::{Run, Source, BLOCK};
 
 /// A delete that applies at the timestamp.
@@ -53,19 +56,27 @@ struct Checkpoint {
     positions: Vec<u64>,
 }
 
-#[derive(Debug)]
 struct Index {
     cells: u64,
     checkpoints: Vec<Checkpoint>,
+    /// The whole merge, replayed instead of merged again (if it kept to its budget).
+    record: Option<Record>,
 }
 
 /// What reads learned before the index was complete: the checkpoints from cell 0 up to
-/// the furthest any read got (contiguous, as the counting pass would record them), and
-/// where the last read stopped (a sequential reader's next read starts there).
-#[derive(Debug)]
+/// the furthest any read got (contiguous, as the counting pass would record them),
+/// where the last read stopped (a sequential reader's next read starts there), and the
+/// record of the merge from cell 0 as far as the streams that continued it got.
 struct Progress {
     checkpoints: Vec<Checkpoint>,
     resume: Option<Checkpoint>,
+    recording: Option<Recording>,
+}
+
+/// A record being made, and where the merge stopped after its last cell.
+struct Recording {
+    recorder: Recorder,
+    at: Checkpoint,
 }
 
 /// The output cell from which, after a checkpoint at `out`, the next one is recorded
@@ -85,7 +96,24 @@ pub struct SparseMerge {
     progress: Mutex<Progress>,
     /// Output cells between checkpoints: [`BLOCK`] (small in tests).
     every: u64,
+    /// The runs of the last ranges asked for, newest first, [`RECENT_RUNS`] at most.
+    recent: Mutex<VecDeque<RecentRuns>>,
 }
+
+/// The runs of output cells `[first, first + n)`, by `(first, n)`.
+type RecentRuns = ((u64, u64), Arc<Vec<Run>>);
+
+/// The bytes a merge's record may take: an eighth of the cache's (a state of 16M
+/// cells from at most 256 fragments takes 16 MiB).
+fn record_budget(engine: &ReadEngine) -> usize {
+    usize::try_from(engine.cache().capacity() / 8).unwrap_or(usize::MAX)
+}
+
+/// Runs [`SparseMerge::runs`] keeps of the last ranges it merged (40 bytes each: 10
+/// MiB): a table's row group of interleaving fragments, a run a cell, fits four times.
+/// For a state whose merge has no [`Record`] (over its budget); with one, they are
+/// replayed as fast.
+const RECENT_RUNS: usize = 1 << 18;
 
 /// What the merge reads from, lent by the [`super::Merged`] it belongs to: the sources,
 /// the engine that reads them, and the schema at the timestamp.
@@ -102,7 +130,7 @@ impl SparseMerge {
         sources: &[Source],
         at: u64,
         array: &Array,
-        _engine: Arc<ReadEngine>,
+        engine: Arc<ReadEngine>,
     ) -> Result<SparseMerge> {
         let order = GlobalOrder::new(schema)
             .map_err(|r| Error::corrupt(Place::file(array.location()), r))?;
@@ -141,8 +169,16 @@ impl SparseMerge {
                     positions: vec![0; sources.len()],
                 }],
                 resume: None,
+                recording: Some(Recording {
+                    recorder: Recorder::new(sources.len(), record_budget(&engine)),
+                    at: Checkpoint {
+                        out: 0,
+                        positions: vec![0; sources.len()],
+                    },
+                }),
             }),
             every: BLOCK,
+            recent: Mutex::default(),
         })
     }
 
@@ -161,7 +197,7 @@ impl SparseMerge {
         if let Some(done) = self.index.get() {
             return done;
         }
-        self.runs_streaming(merged, u64::MAX, 0)?;
+        self.visit_streaming(merged, u64::MAX, 0, &mut |_, _, _| {}, true)?;
         self.index.get().unwrap_or_else(|| {
             Err(Error::corrupt(
                 Place::file("merge"),
@@ -173,22 +209,67 @@ impl SparseMerge {
     /// Where output cells `[first, first + n)` come from (fewer past the last cell).
     /// Before the cells are counted, the merge streams from the nearest point reads
     /// reached, recording checkpoints on the way (see the module's doc).
+    /// The last few ranges' runs are kept ([`RECENT_RUNS`]): the readers of one range
+    /// (a table's row group, one column after another; a field's validity, then its
+    /// values) merge it once.
     pub fn runs(&self, merged: Input<'_>, first: u64, n: u64) -> Result<Vec<Run>> {
+        let recent = || self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, runs)) = recent().iter().find(|(at, _)| *at == (first, n)) {
+            return Ok(runs.as_ref().clone());
+        }
+        let mut runs: Vec<Run> = Vec::with_capacity(n.min(BLOCK) as usize);
+        self.visit(merged, first, n, &mut |_, source, cell| {
+            push_cell(&mut runs, source, cell)
+        })?;
+        if runs.len() <= RECENT_RUNS {
+            let mut recent = recent();
+            recent.push_front(((first, n), Arc::new(runs.clone())));
+            let mut kept = 0;
+            recent.retain(|(_, r)| {
+                kept += r.len();
+                kept <= RECENT_RUNS
+            });
+        }
+        Ok(runs)
+    }
+
+    /// Calls `emit(out, source, cell)` for each output cell `out` of `[first, first +
+    /// n)`, in order, with the source cell it shows: [`SparseMerge::runs`] without
+    /// the runs, for a caller that wants something else of every cell (a table's
+    /// statistics, gathered in the pass that counts the cells).
+    pub fn visit(
+        &self,
+        merged: Input<'_>,
+        first: u64,
+        n: u64,
+        emit: &mut dyn FnMut(u64, usize, u64),
+    ) -> Result<()> {
         match self.index.get() {
             Some(index) => {
                 let index = index?;
-                self.runs_indexed(merged, &index, first, n)
+                self.visit_indexed(merged, &index, first, n, emit)
             }
-            None => self.runs_streaming(merged, first, n),
+            None => self.visit_streaming(merged, first, n, emit, false),
         }
     }
 
-    fn runs_streaming(&self, merged: Input<'_>, first: u64, n: u64) -> Result<Vec<Run>> {
+    /// `counting`: the pass that counts the cells, which continues the record of the
+    /// merge (so that it is complete at the end) rather than start where the
+    /// furthest read got.
+    fn visit_streaming(
+        &self,
+        merged: Input<'_>,
+        first: u64,
+        n: u64,
+        emit: &mut dyn FnMut(u64, usize, u64),
+        counting: bool,
+    ) -> Result<()> {
         let lock = || self.progress.lock().unwrap_or_else(|e| e.into_inner());
         // Start at the known point nearest before `first`: a checkpoint, or where the
-        // last read stopped; checkpoints follow the last one at or before the start.
-        let (start, mut next_checkpoint) = {
-            let progress = lock();
+        // last read stopped, or where the record stopped (the counting pass always);
+        // checkpoints follow the last one at or before the start.
+        let (start, mut next_checkpoint, mut recording) = {
+            let mut progress = lock();
             let before = |at: u64| {
                 let k = progress.checkpoints.partition_point(|c| c.out <= at);
                 progress.checkpoints.get(k.saturating_sub(1))
@@ -196,18 +277,30 @@ impl SparseMerge {
             let Some(checkpoint) = before(first) else {
                 return Err(Error::corrupt(Place::file("merge"), "no first checkpoint"));
             };
-            let start = match &progress.resume {
+            let mut start = match &progress.resume {
                 Some(r) if r.out <= first && r.out > checkpoint.out => r.clone(),
                 _ => checkpoint.clone(),
             };
+            let continues = |at: &Checkpoint| at.out <= first && (counting || at.out >= start.out);
+            let recording = match &progress.recording {
+                Some(r) if continues(&r.at) => {
+                    start = r.at.clone();
+                    progress.recording.take()
+                }
+                _ => None,
+            };
+            let progress = &*progress;
+            let before = |at: u64| {
+                let k = progress.checkpoints.partition_point(|c| c.out <= at);
+                progress.checkpoints.get(k.saturating_sub(1))
+            };
             let last = before(start.out).map_or(0, |c| c.out);
-            (start, next_checkpoint_after(last, self.every))
+            (start, next_checkpoint_after(last, self.every), recording)
         };
         let end = first.saturating_add(n);
         let mut stream = Stream::new(self, merged, &start.positions)?;
         let mut out = start.out;
         let mut recorded = Vec::new();
-        let mut runs: Vec<Run> = Vec::new();
         let mut ended = false;
         loop {
             // At the first group boundary at or past each multiple of `every`, whoever
@@ -223,8 +316,11 @@ impl SparseMerge {
                 break;
             }
             let more = stream.next_group(&mut |source, cell| {
+                if let Some(r) = &mut recording {
+                    r.recorder.push(out, source, cell);
+                }
                 if out >= first && out < end {
-                    push_cell(&mut runs, source, cell);
+                    emit(out, source, cell);
                 }
                 out += 1;
             })?;
@@ -233,6 +329,7 @@ impl SparseMerge {
                 break;
             }
         }
+        merged.engine.count_merged(out - start.out);
         // The stream stopped between groups: the next read may resume here.
         let mut progress = lock();
         let known = progress.checkpoints.last().map_or(0, |c| c.out);
@@ -240,56 +337,81 @@ impl SparseMerge {
             .checkpoints
             .extend(recorded.into_iter().filter(|c| c.out > known));
         if !ended {
-            progress.resume = Some(Checkpoint {
+            let here = Checkpoint {
                 out,
                 positions: stream.positions(),
-            });
+            };
+            if let Some(mut r) = recording.take() {
+                r.at = here.clone();
+                progress.recording = Some(r);
+            }
+            progress.resume = Some(here);
         }
         if ended {
             // Every checkpoint up to the end is known, and the count.
             let index = Arc::new(Index {
                 cells: out,
+                record: recording.and_then(|r| r.recorder.finish()),
                 checkpoints: progress.checkpoints.clone(),
             });
             drop(progress);
             self.index.get_or_load(|| Ok(index))?;
         }
-        Ok(runs)
+        Ok(())
     }
 
-    fn runs_indexed(
+    fn visit_indexed(
         &self,
         merged: Input<'_>,
         index: &Index,
         first: u64,
         n: u64,
-    ) -> Result<Vec<Run>> {
+        emit: &mut dyn FnMut(u64, usize, u64),
+    ) -> Result<()> {
         let end = first.saturating_add(n).min(index.cells);
-        let mut runs: Vec<Run> = Vec::new();
         if first >= end {
-            return Ok(runs);
+            return Ok(());
         }
         let k = index
             .checkpoints
             .partition_point(|c| c.out <= first)
             .saturating_sub(1);
         let Some(start) = index.checkpoints.get(k) else {
-            return Ok(runs);
+            return Ok(());
         };
+        if let Some(record) = &index.record {
+            record.visit(start.out, &start.positions, first, end, emit);
+            return Ok(());
+        }
         let mut stream = Stream::new(self, merged, &start.positions)?;
         let mut out = start.out;
-        while out < end {
+        let result = self.stream_to(&mut stream, &mut out, first, end, emit);
+        merged.engine.count_merged(out - start.out);
+        result
+    }
+
+    /// Streams output cells from `*out` until `end` (or the last), emitting those from
+    /// `first` on.
+    fn stream_to(
+        &self,
+        stream: &mut Stream<'_>,
+        out: &mut u64,
+        first: u64,
+        end: u64,
+        emit: &mut dyn FnMut(u64, usize, u64),
+    ) -> Result<()> {
+        while *out < end {
             let more = stream.next_group(&mut |source, cell| {
-                if out >= first && out < end {
-                    push_cell(&mut runs, source, cell);
+                if *out >= first && *out < end {
+                    emit(*out, source, cell);
                 }
-                out += 1;
+                *out += 1;
             })?;
             if !more {
                 break;
             }
         }
-        Ok(runs)
+        Ok(())
     }
 }
 

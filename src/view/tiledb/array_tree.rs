@@ -143,6 +143,11 @@ impl ArrayTree {
         self.caches.engine.chunks_decoded()
     }
 
+    /// Output cells the sparse merges went through since the tree was opened.
+    pub fn cells_merged(&self) -> u64 {
+        self.caches.engine.cells_merged()
+    }
+
     /// Files rendered whole (JSON files) since the caches were made: once each while
     /// they stay cached, in memory or on disk.
     pub fn files_rendered(&self) -> u64 {

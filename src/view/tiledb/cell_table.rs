@@ -356,6 +356,11 @@ impl ArrayTree {
         folder: Folder,
         writer: &dyn TableWriter,
     ) -> Result<(Table, StoredRanges)> {
+        // A sparse state's one merge pass: its count and its groups' sources together.
+        let spans = match folder {
+            Folder::State(w) => self.sparse_state_spans(w, STATE_GROUP_ROWS)?,
+            Folder::Fragment(_) => None,
+        };
         let Draft {
             mut table,
             missing,
@@ -363,45 +368,62 @@ impl ArrayTree {
             ..
         } = self.draft_table(folder, writer, true)?;
         let first_rows = first_rows(&table.groups);
-        if let Folder::State(w) = folder {
-            self.sparse_state_bounds(w, &mut table.groups, &table.columns, &first_rows)?;
+        if let (Folder::State(w), Some(spans)) = (folder, spans) {
+            self.sparse_state_bounds(w, &mut table.groups, &table.columns, &spans)?;
         }
+        // A merged state's facts come from its cells (a fragment's validity and offsets
+        // are cheaper read alone): one read of a group's column serves all its facts,
+        // and the merge behind it serves the group's every column (see the merge's
+        // recent runs).
+        let mut read: Option<((usize, usize), Cells)> = None;
         for (g, c, what) in missing {
             let rows = table.groups[g].rows;
             let first = first_rows[g];
             let of = FieldOf::new(folder, c);
             let column = &table.columns[c];
-            let fact = match what {
-                Missing::VarCounts => {
-                    let cells = self.folder_cells(folder, c, first, rows)?;
-                    let cells = cells_ref(&cells);
-                    let (null_bytes, empty) = table::var_counts(column, &cells);
-                    let chunk = &mut table.groups[g].chunks[c];
-                    chunk.null_bytes = null_bytes;
-                    chunk.empty = empty;
-                    continue;
+            let from_cells = matches!(folder, Folder::State(_))
+                || what == Missing::VarCounts
+                || column.labels.is_some();
+            if from_cells && read.as_ref().is_none_or(|(at, _)| *at != (g, c)) {
+                read = Some(((g, c), self.folder_cells(folder, c, first, rows)?));
+            }
+            let cells = read
+                .as_ref()
+                .filter(|_| from_cells)
+                .map(|(_, c)| cells_ref(c));
+            let chunk = &mut table.groups[g].chunks[c];
+            match (what, cells) {
+                (Missing::VarCounts, Some(cells)) => {
+                    (chunk.null_bytes, chunk.empty) = table::var_counts(column, &cells);
                 }
-                Missing::Nulls if column.labels.is_some() => {
-                    let cells = self.folder_cells(folder, c, first, rows)?;
-                    let cells = cells_ref(&cells);
-                    table::null_count(column, &cells)
-                }
-                Missing::Nulls => {
+                (Missing::Nulls, Some(cells)) => chunk.nulls = table::null_count(column, &cells),
+                // A state's var starts follow from its groups' sizes, below.
+                (Missing::VarBytes, Some(cells)) => chunk.var_bytes = cells.values.len() as u64,
+                (Missing::Nulls, None) => {
                     let mut validity = Vec::new();
                     self.read_field_raw(of, RawFile::Validity, first, rows, &mut validity)?;
-                    validity.iter().filter(|&&b| b == 0).count() as u64
+                    chunk.nulls = validity.iter().filter(|&&b| b == 0).count() as u64;
                 }
-                Missing::VarBytes => {
+                (Missing::VarBytes, None) => {
                     let (start, end) = self.var_span(of, first, rows)?;
-                    table.groups[g].chunks[c].var_start = start;
-                    end - start
+                    let chunk = &mut table.groups[g].chunks[c];
+                    chunk.var_start = start;
+                    chunk.var_bytes = end - start;
                 }
-            };
-            let chunk = &mut table.groups[g].chunks[c];
-            match what {
-                Missing::Nulls => chunk.nulls = fact,
-                Missing::VarBytes => chunk.var_bytes = fact,
-                Missing::VarCounts => {}
+                (Missing::VarCounts, None) => {}
+            }
+        }
+        if let Folder::State(_) = folder {
+            for (c, column) in table.columns.iter().enumerate() {
+                if !column.is_var() {
+                    continue;
+                }
+                let mut at = 0u64;
+                for group in &mut table.groups {
+                    let chunk = &mut group.chunks[c];
+                    chunk.var_start = at;
+                    at += chunk.var_bytes;
+                }
             }
         }
         Ok((table, stored))

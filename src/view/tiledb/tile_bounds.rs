@@ -20,6 +20,9 @@ use crate::format::Datatype;
 use super::array_tree::ArrayTree;
 use super::node::When;
 
+/// One group's sources in a sparse state: (source, first cell, last cell) each.
+pub(super) type Spans = Vec<(usize, u64, u64)>;
+
 /// The bounds one field's tiles have in one fragment's metadata, loaded once.
 pub(super) struct TileBoundsOf {
     field: Field,
@@ -215,25 +218,56 @@ impl ArrayTree {
         Ok(())
     }
 
-    /// The bounds of a sparse state's groups: the union of the bounds of the source
-    /// tiles each group's cells come from (its merge runs), where every one of those
-    /// has bounds. Each group's runs come from the merge, so this runs once the cells
-    /// are counted, when the table is built.
+    /// Where each group of a sparse state takes its cells from, per source the first
+    /// and last cell it takes, gathered in one merge pass over every cell (the pass
+    /// that counts them, if they are not yet): `None` for a dense state.
+    ///
+    /// A merge takes each source's cells in their order, so a group's cells of one
+    /// source lie between the first and the last it takes: the tiles of that span
+    /// bound them (the cells the merge skips in it only widen the bounds). A state
+    /// whose fragments interleave has a run a cell: spans, not runs, keep this cheap.
+    pub(super) fn sparse_state_spans(&self, w: When, rows: u64) -> Result<Option<Vec<Spans>>> {
+        let merged = self.merged(w)?;
+        if merged.is_dense() {
+            return Ok(None);
+        }
+        let mut groups: Vec<Spans> = Vec::new();
+        // Per source: the group it was last seen in, and its entry there.
+        let mut seen: Vec<(usize, usize)> = vec![(usize::MAX, 0); merged.sources.len()];
+        merged.visit(0, u64::MAX, &mut |out, source, cell| {
+            let g = (out / rows.max(1)) as usize;
+            while groups.len() <= g {
+                groups.push(Vec::new());
+            }
+            let spans = &mut groups[g];
+            match seen.get_mut(source) {
+                Some((at, i)) if *at == g => {
+                    let (_, lo, hi) = &mut spans[*i];
+                    (*lo, *hi) = ((*lo).min(cell), (*hi).max(cell));
+                }
+                Some(entry) => {
+                    *entry = (g, spans.len());
+                    spans.push((source, cell, cell));
+                }
+                None => {}
+            }
+        })?;
+        Ok(Some(groups))
+    }
+
+    /// The bounds of a sparse state's groups from their [`spans`](Self::sparse_state_spans):
+    /// the union of the bounds of the source tiles each group's cells come from, where
+    /// every one of those has bounds.
     pub(super) fn sparse_state_bounds(
         &self,
         w: When,
         groups: &mut [Group],
         columns: &[Column],
-        first_rows: &[u64],
+        spans: &[Spans],
     ) -> Result<()> {
         let merged = self.merged(w)?;
-        if merged.is_dense() {
-            return Ok(());
-        }
         let mut of_source: HashMap<(usize, usize), Option<TileBoundsOf>> = HashMap::new();
-        for (g, group) in groups.iter_mut().enumerate() {
-            let first = first_rows.get(g).copied().unwrap_or(0);
-            let runs = merged.runs(first, group.rows)?;
+        for (group, spans) in groups.iter_mut().zip(spans) {
             for (c, column) in columns.iter().enumerate() {
                 let Some(field) = merged.fields.get(c) else {
                     continue;
@@ -243,11 +277,7 @@ impl ArrayTree {
                 }
                 let mut acc: Option<Bounds> = None;
                 let mut known = true;
-                'runs: for run in runs.iter().filter(|r| r.count > 0) {
-                    let Some(s) = run.source else {
-                        known = false;
-                        break;
-                    };
+                'sources: for &(s, lo, hi) in spans {
                     let bounds = of_source.entry((s, c)).or_insert_with(|| {
                         let meta = &merged.sources.get(s)?.meta;
                         let i = meta
@@ -260,11 +290,10 @@ impl ArrayTree {
                         known = false;
                         break;
                     };
-                    let last = run.cell + run.stride * (run.count - 1);
-                    for k in bounds.tiles_of(run.cell, last) {
+                    for k in bounds.tiles_of(lo, hi) {
                         let Some(b) = bounds.get(k, bounds.cells_per_tile) else {
                             known = false;
-                            break 'runs;
+                            break 'sources;
                         };
                         acc = match acc {
                             None => Some(b),
@@ -272,7 +301,7 @@ impl ArrayTree {
                         };
                         if acc.is_none() {
                             known = false;
-                            break 'runs;
+                            break 'sources;
                         }
                     }
                 }
