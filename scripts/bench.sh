@@ -103,7 +103,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py, duckdb, polars, pyarrow' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py, duckdb, polars, pyarrow, pandas' 2>/dev/null; then
     step "creating $VENV with TileDB-Py, zarr-python and the clients of fragfs serve"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
@@ -111,7 +111,7 @@ if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, 
         "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6" \
         "fsspec==2026.9.0" "aiohttp==3.14.5" "boto3==1.43.117" "requests==2.34.2" \
         "tifffile==2026.3.3" "netCDF4==1.7.5.1.post1" "h5py==3.16.0" \
-        "duckdb==1.5.5" "polars==1.44.2" "pyarrow==26.0.1"
+        "duckdb==1.5.5" "polars==1.44.2" "pyarrow==26.0.1" "pandas==2.3.3"
 fi
 
 # --- binaries

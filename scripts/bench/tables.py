@@ -45,7 +45,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "n": len(v), "mean": mean}
 DUCKDB_SUM = """
 import sys, time, json, duckdb
 path, columns = sys.argv[1], sys.argv[2].split(",")
-sums = ", ".join(f"sum({c})" for c in columns)
+sums = ", ".join(f"sum({c})" for c in columns if c) or "count(*)"
 con = duckdb.connect()
 t = time.perf_counter()
 row = con.sql(f"SELECT {sums} FROM '{path}'").fetchone()
@@ -116,19 +116,34 @@ def section(run, rep, repeat: int) -> None:
             "vs TileDB-Py query + numpy mean", run.secs(f), f"TileDB-Py {run.secs(t)}",
             t / f, target=("≥ 1.00", lambda r: r >= 1.0))
 
-    # 2. One column of six vs all six.
-    one, six = [], []
+    # 2. One column of six vs all six: cold (the state's one merge pass and its layout
+    # included, as a first query pays them), and once the layout is built (a first
+    # query that reads the footer only, then the page cache dropped: what each later
+    # query pays).
+    one, six, one_laid, six_laid = [], [], [], []
     for _ in range(repeat):
-        for runs, columns in ((one, "a"), (six, "x,v,a,b,c,d")):
+        for cold, laid, columns in ((one, one_laid, "a"), (six, six_laid, "x,v,a,b,c,d")):
             with run.fragfs_foreground(table):
                 run.drop_caches()
                 run.settle()
-                runs.append(python_timed(python, DUCKDB_SUM, latest / "cells.parquet",
+                cold.append(python_timed(python, DUCKDB_SUM, latest / "cells.parquet",
+                                         columns)["seconds"])
+            with run.fragfs_foreground(table):
+                python_timed(python, DUCKDB_SUM, latest / "cells.parquet", "")
+                run.drop_caches()
+                run.settle()
+                laid.append(python_timed(python, DUCKDB_SUM, latest / "cells.parquet",
                                          columns)["seconds"])
     o, s = run.median(one), run.median(six)
-    rep.details["tables_projection"] = {"one": one, "six": six}
-    rep.row("tables: DuckDB sum of one column of six vs all six (latest/cells.parquet)",
+    ol, sl = run.median(one_laid), run.median(six_laid)
+    rep.details["tables_projection"] = {"one": one, "six": six, "one_laid_out": one_laid,
+                                        "six_laid_out": six_laid}
+    rep.row("tables: DuckDB sum of one column of six vs all six (latest/cells.parquet, cold: "
+            "the state's merge and layout included)",
             run.secs(o), f"six columns {run.secs(s)}", s / o,
+            target=("≥ 4.00", lambda r: r >= 4.0))
+    rep.row("tables: the same once the state's layout is built (page cache dropped)",
+            run.secs(ol), f"six columns {run.secs(sl)}", sl / ol,
             target=("≥ 4.00", lambda r: r >= 4.0))
 
     # 3. polars over the memory-mapped cells.arrow vs TileDB-Py df[:].

@@ -341,9 +341,11 @@ impl Merged {
             )?;
             read.push(Some((lo, bytes)));
         }
+        // Whole values each run: put in order once, at the end.
+        let start = out.len();
+        out.reserve(runs.iter().map(|r| r.count as usize * per).sum());
         for run in runs {
             let n = run.count as usize;
-            let before = out.len();
             match run.source.and_then(|s| read.get(s)?.as_ref()) {
                 Some((lo, bytes)) => {
                     let at = (run.cell - lo) as usize * per;
@@ -361,8 +363,8 @@ impl Merged {
                 }
                 None => g.push_fill(run.count, out),
             }
-            order.apply(&mut out[before..]);
         }
+        order.apply(&mut out[start..]);
         Ok(())
     }
 }

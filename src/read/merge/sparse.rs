@@ -213,14 +213,20 @@ impl SparseMerge {
     /// (a table's row group, one column after another; a field's validity, then its
     /// values) merge it once.
     pub fn runs(&self, merged: Input<'_>, first: u64, n: u64) -> Result<Vec<Run>> {
+        let mut runs: Vec<Run> = Vec::with_capacity(n.min(BLOCK) as usize);
+        let mut push = |_, source, cell| push_cell(&mut runs, source, cell);
+        if let Some(Ok(index)) = self.index.get() {
+            if index.record.is_some() {
+                // Replayed: faster than copying kept runs.
+                self.visit_indexed(merged, &index, first, n, &mut push)?;
+                return Ok(runs);
+            }
+        }
         let recent = || self.recent.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, runs)) = recent().iter().find(|(at, _)| *at == (first, n)) {
             return Ok(runs.as_ref().clone());
         }
-        let mut runs: Vec<Run> = Vec::with_capacity(n.min(BLOCK) as usize);
-        self.visit(merged, first, n, &mut |_, source, cell| {
-            push_cell(&mut runs, source, cell)
-        })?;
+        self.visit(merged, first, n, &mut push)?;
         if runs.len() <= RECENT_RUNS {
             let mut recent = recent();
             recent.push_front(((first, n), Arc::new(runs.clone())));
