@@ -234,11 +234,16 @@ impl ArrayTree {
         let mut groups: Vec<Spans> = Vec::new();
         // Per source: the group it was last seen in, and its entry there.
         let mut seen: Vec<(usize, usize)> = vec![(usize::MAX, 0); merged.sources.len()];
+        // The group cell `out` is in starts a new one at `next_group` (cells come in
+        // order: no division a cell).
+        let rows = rows.max(1);
+        let mut next_group = 0u64;
         merged.visit(0, u64::MAX, &mut |out, source, cell| {
-            let g = (out / rows.max(1)) as usize;
-            while groups.len() <= g {
+            while out >= next_group {
                 groups.push(Vec::new());
+                next_group += rows;
             }
+            let g = groups.len() - 1;
             let spans = &mut groups[g];
             match seen.get_mut(source) {
                 Some((at, i)) if *at == g => {
