@@ -17,6 +17,7 @@ mod record;
 mod runs;
 pub mod sparse;
 mod state;
+mod stream;
 
 pub use merged::{Merged, MergedField};
 pub use runs::{Run, Source, BLOCK};
