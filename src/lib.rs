@@ -3,7 +3,7 @@
 //! Data flows one way: store bytes ([`storage`]) -> [`format`](mod@format) (what is
 //! where) -> [`filter`] (un-filtered chunk) -> [`array`](mod@array) (which fragments, their
 //! metadata) -> [`read`] (bytes and cells of a field) -> [`view`] (the trees of files) ->
-//! FUSE ([`fuse`], [`mount`], [`daemon`]), the network doors ([`serve`]) or the command
+//! FUSE (`fuse`, `mount`: the `fuse` feature; [`daemon`]), the network doors ([`serve`]) or the command
 //! line ([`info`], [`ls`]).
 //! Lower layers never import higher ones.
 //!
@@ -19,10 +19,12 @@ pub mod error;
 pub mod filo;
 pub mod filter;
 pub mod format;
+#[cfg(feature = "fuse")]
 pub mod fuse;
 pub mod info;
 pub mod lazy;
 pub mod ls;
+#[cfg(feature = "fuse")]
 pub mod mount;
 pub mod read;
 pub mod secret;
