@@ -9,7 +9,7 @@
 #                                      e.g. `--test zarr` or `-- some_test_name`
 #
 # The .npy / text checks need numpy, the live-mount test TileDB-Py, the Zarr checks
-# zarr-python and xarray: all are installed
+# zarr-python and xarray, the Python package's tests pytest and maturin: all are installed
 # here (from PyPI, scripts/test-requirements.txt) on first use, so a fresh machine needs
 # nothing but cargo and python3.
 set -euo pipefail
@@ -34,6 +34,29 @@ if ! [ -e "$VENV/.complete" ]; then
     fi
 fi
 export FRAGFS_TEST_PYTHON="$VENV/bin/python"
+# The Python package (python/: `import fragfs`, the fsspec filesystem) built and installed
+# into that venv for tests/python_package.rs, as a user would (`pip install ./python`),
+# its release build kept in target/python so a later build compiles only what changed;
+# skipped while its inputs (Cargo.lock, Cargo.toml, src/, python/ but its tests) hash as
+# at the last install. A failed build leaves the package out: that test says so (a
+# failure under CI).
+if [ -e "$VENV/.complete" ]; then
+    stamp=$(find Cargo.lock Cargo.toml src python -type f ! -path 'python/tests/*' \
+        ! -path '*/__pycache__/*' ! -path '*/.pytest_cache/*' -print0 |
+        sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    if [ "$(cat "$VENV/.fragfs-package" 2>/dev/null)" != "$stamp" ]; then
+        rm -f "$VENV/.fragfs-package"
+        # maturin from the venv (pinned in $req): on the PATH, with no build isolation.
+        if PATH="$VENV/bin:$PATH" CARGO_TARGET_DIR="$PWD/target/python" \
+            "$VENV/bin/python" -m pip install --quiet \
+            --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./python; then
+            echo "$stamp" >"$VENV/.fragfs-package"
+            echo "installed the Python package (python/) into $VENV"
+        else
+            echo "could not build the Python package (python/): tests/python_package.rs will say so" >&2
+        fi
+    fi
+fi
 # Tools the tests run, from Debian: GDAL reads the merged view's ENVI rasters and Zarr
 # (through the mount and over HTTP); curl, headless Chromium, rclone and davfs2 (mounted
 # where root and /dev/fuse allow) and libnfs's nfs-ls/nfs-cat/nfs-cp (an NFS client
