@@ -36,7 +36,8 @@ fi
 export FRAGFS_TEST_PYTHON="$VENV/bin/python"
 # The Python package (python/: `import fragfs`, the fsspec filesystem) built and installed
 # into that venv for tests/python_package.rs, as a user would (`pip install ./python`),
-# its release build kept in target/python so a later build compiles only what changed;
+# but in the dev profile and target/ of the tests' own build (python/Cargo.toml keeps
+# the same profile), so the dependencies both need are compiled once;
 # skipped while its inputs (Cargo.lock, Cargo.toml, src/, python/ but its tests) hash as
 # at the last install. A failed build leaves the package out: that test says so (a
 # failure under CI).
@@ -47,7 +48,8 @@ if [ -e "$VENV/.complete" ]; then
     if [ "$(cat "$VENV/.fragfs-package" 2>/dev/null)" != "$stamp" ]; then
         rm -f "$VENV/.fragfs-package"
         # maturin from the venv (pinned in $req): on the PATH, with no build isolation.
-        if PATH="$VENV/bin:$PATH" CARGO_TARGET_DIR="$PWD/target/python" \
+        if PATH="$VENV/bin:$PATH" CARGO_TARGET_DIR="$PWD/target" \
+            MATURIN_PEP517_ARGS="--profile dev" \
             "$VENV/bin/python" -m pip install --quiet \
             --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./python; then
             echo "$stamp" >"$VENV/.fragfs-package"
