@@ -397,23 +397,29 @@ fn text_files_are_sized_apart_from_the_threads_that_serve_bytes() {
     assert_eq!(r.header("content-length"), Some(&*cells.len().to_string()));
 }
 
-/// One bound of connections for every door together: with room for two, two idle
-/// connections (one HTTP, one WebDAV) leave a third client accepted but unserved
-/// until one of them goes; the bound per client address is `serve.rs`'s.
-#[test]
-fn one_connection_bound_holds_across_doors() {
+/// A server of `dense_basic` with an HTTP and a WebDAV door sharing `slots`
+/// connection slots.
+fn http_and_webdav_with_slots(slots: usize) -> Server {
     let (array, expected) = fixture("dense_basic");
     let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
     let doors = Doors {
         http: loopback(),
         webdav: loopback(),
         limits: Limits {
-            max_connections: 2,
+            max_connections: slots,
             ..Limits::default()
         },
         ..Doors::default()
     };
-    let server = Server::start(tree, &doors, 2).unwrap();
+    Server::start(tree, &doors, 2).unwrap()
+}
+
+/// One bound of connections for every door together: with room for two, two idle
+/// connections (one HTTP, one WebDAV) leave a third client accepted but unserved
+/// until one of them goes; the bound per client address is `serve.rs`'s.
+#[test]
+fn one_connection_bound_holds_across_doors() {
+    let server = http_and_webdav_with_slots(2);
     let (http, webdav) = (server.http_addr().unwrap(), server.webdav_addr().unwrap());
     let a = TcpStream::connect(http).unwrap();
     let b = TcpStream::connect(webdav).unwrap();
@@ -456,18 +462,7 @@ fn one_connection_bound_holds_across_doors() {
 /// an idle door does not keep it from the other, so each door serves its client.
 #[test]
 fn an_idle_door_keeps_no_slot() {
-    let (array, expected) = fixture("dense_basic");
-    let tree: Arc<dyn FileTree> = Arc::new(open_view(&array, &expected).unwrap());
-    let doors = Doors {
-        http: loopback(),
-        webdav: loopback(),
-        limits: Limits {
-            max_connections: 1,
-            ..Limits::default()
-        },
-        ..Doors::default()
-    };
-    let server = Server::start(tree, &doors, 2).unwrap();
+    let server = http_and_webdav_with_slots(1);
     for addr in [server.webdav_addr().unwrap(), server.http_addr().unwrap()] {
         let mut s = TcpStream::connect(addr).unwrap();
         // A bound so that a starved door fails the test instead of hanging it.
