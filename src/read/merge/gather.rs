@@ -17,6 +17,7 @@
 use std::cell::RefCell;
 
 use super::merged::{Merged, MergedField};
+use super::record::Picks;
 use super::runs::{byte_at, Run, BLOCK};
 use crate::error::{Error, Place, Result};
 use crate::read::endian::ByteOrder;
@@ -369,6 +370,144 @@ impl Merged {
     }
 }
 
+impl Merged {
+    /// [`Merged::gather_runs`] for the cells of a sparse range given as one source a
+    /// cell ([`Picks`]): each source's cells read once, then copied out cell by cell in
+    /// a loop with no run to build or look up (a merge interleaving fragments cell by
+    /// cell makes a run a cell).
+    pub(super) fn gather_picks(
+        &self,
+        f: usize,
+        validity: bool,
+        picks: &Picks,
+        order: ByteOrder,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let field = self.field(f)?;
+        let per = if validity {
+            1
+        } else {
+            field.cell_size() as usize
+        };
+        let g = Gather {
+            field,
+            validity,
+            per,
+            order,
+        };
+        let counts = count_picks(&picks.sources);
+        if counts.len() > picks.starts.len() {
+            return Err(Error::corrupt(
+                Place::file("merged read"),
+                "a cell of no source",
+            ));
+        }
+        // Per source: its cells' bytes and the step between them (0: one cell of fill,
+        // or of validity, repeated).
+        let mut cells: Vec<(Vec<u8>, usize)> = Vec::with_capacity(counts.len());
+        for (s, &start) in picks.starts.iter().enumerate() {
+            let count = counts.get(s).copied().unwrap_or(0);
+            cells.push(self.source_cells(g, s, start, count)?);
+        }
+        let base = out.len();
+        out.resize(base + picks.sources.len() * per, 0);
+        let dst = &mut out[base..];
+        let copied = match per {
+            1 => interleave(&picks.sources, &cells, 1, dst),
+            2 => interleave(&picks.sources, &cells, 2, dst),
+            4 => interleave(&picks.sources, &cells, 4, dst),
+            8 => interleave(&picks.sources, &cells, 8, dst),
+            _ => interleave(&picks.sources, &cells, per, dst),
+        };
+        if !copied {
+            out.truncate(base);
+            return Err(Error::corrupt(
+                Place::file("merged read"),
+                "a source has fewer cells than the merge took from it",
+            ));
+        }
+        order.apply(&mut out[base..]);
+        Ok(())
+    }
+
+    /// `count` cells of source `s` from cell `start` on, for [`Merged::gather_picks`].
+    fn source_cells(
+        &self,
+        g: Gather<'_>,
+        s: usize,
+        start: u64,
+        count: u64,
+    ) -> Result<(Vec<u8>, usize)> {
+        let one = |g: &Gather<'_>, valid: Option<bool>| {
+            let mut cell = Vec::with_capacity(g.per);
+            match valid {
+                Some(valid) => cell.push(valid as u8),
+                None => g.push_fill(1, &mut cell),
+            }
+            (cell, 0)
+        };
+        let Some(i) = g.field.sources.get(s).copied().flatten() else {
+            // The fragment predates the field: fill, or whether the fill is valid.
+            return Ok(one(&g, g.validity.then_some(g.field.fill_valid)));
+        };
+        if count == 0 {
+            return Ok((Vec::new(), g.per));
+        }
+        let source = &self.sources[s];
+        let reader = self.engine.field(&source.fragment, &source.meta, i)?;
+        if g.validity && !reader.field.nullable {
+            return Ok(one(&g, Some(true)));
+        }
+        let place = || source.fragment.place();
+        let per = g.per as u64;
+        let bytes = reader.read(
+            g.raw(),
+            byte_at(start, per, place)?,
+            byte_at(count, per, place)?,
+        )?;
+        Ok((bytes, g.per))
+    }
+}
+
+/// How many cells each source gives (up to the highest source named). Counted in four
+/// lanes: cells from the same source one after the other would otherwise wait on each
+/// other's increment.
+fn count_picks(sources: &[u8]) -> Vec<u64> {
+    let mut lanes = [[0u64; 256]; 4];
+    let mut quads = sources.chunks_exact(4);
+    for q in &mut quads {
+        for (lane, &s) in lanes.iter_mut().zip(q) {
+            lane[s as usize] += 1;
+        }
+    }
+    for &s in quads.remainder() {
+        lanes[0][s as usize] += 1;
+    }
+    let counts: Vec<u64> = (0..256).map(|s| lanes.iter().map(|l| l[s]).sum()).collect();
+    let used = counts.iter().rposition(|&c| c > 0).map_or(0, |s| s + 1);
+    counts[..used].to_vec()
+}
+
+/// Copies each output cell from its source's next cell (`per` bytes a cell); `false`
+/// if a source ran out. Inlined into each `per` [`Merged::gather_picks`] names, so
+/// the copies of the common sizes are single moves.
+#[inline(always)]
+fn interleave(sources: &[u8], cells: &[(Vec<u8>, usize)], per: usize, dst: &mut [u8]) -> bool {
+    let mut at = vec![0usize; cells.len()];
+    for (d, &s) in dst.chunks_exact_mut(per).zip(sources) {
+        let s = s as usize;
+        let (Some((bytes, step)), Some(a)) = (cells.get(s), at.get_mut(s)) else {
+            return false;
+        };
+        let Some(cell) = bytes.get(*a..*a + per) else {
+            return false;
+        };
+        d.copy_from_slice(cell);
+        *a += step;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,5 +581,23 @@ mod tests {
             contiguous_clusters(&[run(0, 0, 4), run(0, 4, 4), run(0, 20, 4), run(0, 40, 4)]),
             None
         );
+    }
+
+    #[test]
+    fn picks_are_counted_and_interleaved_per_source() {
+        let sources = [0u8, 2, 0, 0, 2, 0, 2];
+        assert_eq!(count_picks(&sources), vec![4, 0, 3]);
+        assert_eq!(count_picks(&[]), Vec::<u64>::new());
+        // Source 0's cells, source 1 a repeated fill cell, source 2's cells: 2 bytes each.
+        let cells = vec![
+            (vec![0, 0, 1, 1, 2, 2, 3, 3], 2),
+            (vec![9, 9], 0),
+            (vec![7, 0, 8, 0, 9, 0], 2),
+        ];
+        let mut dst = vec![0u8; 14];
+        assert!(interleave(&[0, 2, 1, 0, 2, 1, 2], &cells, 2, &mut dst));
+        assert_eq!(dst, [0, 0, 7, 0, 9, 9, 1, 1, 8, 0, 9, 9, 9, 0]);
+        // A source with fewer cells than the picks take from it.
+        assert!(!interleave(&[2, 2, 2, 2], &cells, 2, &mut [0u8; 8]));
     }
 }

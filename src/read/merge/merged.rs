@@ -425,6 +425,11 @@ impl Merged {
             order.apply(&mut out[before..]);
             return Ok(());
         }
+        if let Shape::Sparse(s) = &self.shape {
+            if let Some(picks) = s.picks(first, n) {
+                return self.gather_picks(f, validity, &picks, order, out);
+            }
+        }
         self.gather_runs(f, validity, self.runs(first, n)?, order, out)
     }
 

@@ -119,6 +119,53 @@ impl Record {
     }
 }
 
+/// The output cells of a range as the sources' indexes, one byte a cell, with where
+/// each source's first cell of the range is: enough to gather a fixed-size field
+/// without a run per cell, when the range drops no cell of any source (no jump).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Picks {
+    /// Per output cell, its source.
+    pub sources: Vec<u8>,
+    /// Per source, the cell the range's first cell from it is.
+    pub starts: Vec<u64>,
+}
+
+impl Record {
+    /// The picks of output cells `[first, end)`, replayed from the checkpoint at
+    /// `start` where the sources were at `positions` (as [`Record::visit`]); `None`
+    /// where a range is not that simple: a jump inside it, or more than 256 sources.
+    pub fn picks(&self, start: u64, positions: &[u64], first: u64, end: u64) -> Option<Picks> {
+        let Sources::U8(sources) = &self.sources else {
+            return None;
+        };
+        let end = end.min(sources.len() as u64);
+        let first = first.min(end);
+        if start > first {
+            return None;
+        }
+        let mut next = positions.to_vec();
+        let j = self.jumps.partition_point(|&(out, _)| out < start);
+        let inside = self.jumps.partition_point(|&(out, _)| out < end);
+        // Jumps before `first` set where their source is; one inside the range ends it.
+        let mut jumps = self.jumps[j..inside].iter().peekable();
+        for out in start..first {
+            let s = sources[out as usize] as usize;
+            let cell = match jumps.next_if(|&&(at, _)| at == out) {
+                Some(&(_, cell)) => cell,
+                None => *next.get(s)?,
+            };
+            *next.get_mut(s)? = cell + 1;
+        }
+        if jumps.next().is_some() {
+            return None;
+        }
+        Some(Picks {
+            sources: sources[first as usize..end as usize].to_vec(),
+            starts: next,
+        })
+    }
+}
+
 /// A record being made by a pass from output cell 0, until it would pass its budget.
 pub(super) struct Recorder {
     record: Record,
@@ -239,5 +286,33 @@ mod tests {
         let mut got = Vec::new();
         record.visit(0, &vec![0; 300], 0, 1, &mut |o, s, c| got.push((o, s, c)));
         assert_eq!(got, vec![(0, 299, 0)]);
+    }
+
+    #[test]
+    fn picks_stop_at_jumps() {
+        let emitted = [(0, 0), (1, 0), (0, 1), (1, 3), (1, 4), (0, 2), (1, 6)];
+        let mut r = Recorder::new(2, 1 << 10);
+        for (out, &(s, cell)) in emitted.iter().enumerate() {
+            r.push(out as u64, s, cell);
+        }
+        let record = r.finish().unwrap();
+        // Cells 4 and 5 follow what came before them (the jump at 3 is before).
+        assert_eq!(
+            record.picks(3, &[2, 1], 4, 6),
+            Some(Picks {
+                sources: vec![1, 0],
+                starts: vec![2, 4]
+            })
+        );
+        assert_eq!(
+            record.picks(0, &[0, 0], 0, 3),
+            Some(Picks {
+                sources: vec![0, 1, 0],
+                starts: vec![0, 0]
+            })
+        );
+        // A jump inside the range: not simple.
+        assert_eq!(record.picks(0, &[0, 0], 2, 5), None);
+        assert_eq!(record.picks(3, &[2, 1], 3, 5), None);
     }
 }

@@ -33,7 +33,7 @@ use crate::lazy::Lazy;
 use crate::read::ReadEngine;
 
 use super::order::GlobalOrder;
-use super::record::{Record, Recorder};
+use super::record::{Picks, Record, Recorder};
 use super::runs::{Run, Source, BLOCK};
 pub use super::stream::Input;
 use super::stream::{Delete, Rules, Stream};
@@ -215,6 +215,21 @@ impl SparseMerge {
             });
         }
         Ok(runs)
+    }
+
+    /// The output cells `[first, first + n)` as one source index a cell, where the
+    /// merge's record has them that simply ([`Record::picks`]); `None` otherwise (no
+    /// record yet, or cells dropped inside the range): then [`SparseMerge::runs`].
+    pub(super) fn picks(&self, first: u64, n: u64) -> Option<Picks> {
+        let index = self.index.get()?.ok()?;
+        let record = index.record.as_ref()?;
+        let end = first.saturating_add(n).min(index.cells);
+        let k = index
+            .checkpoints
+            .partition_point(|c| c.out <= first)
+            .saturating_sub(1);
+        let start = index.checkpoints.get(k)?;
+        record.picks(start.out, &start.positions, first, end)
     }
 
     /// Calls `emit(out, source, cell)` for each output cell `out` of `[first, first +
