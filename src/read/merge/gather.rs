@@ -472,7 +472,7 @@ impl Merged {
 /// How many cells each source gives (up to the highest source named). Counted in four
 /// lanes: cells from the same source one after the other would otherwise wait on each
 /// other's increment.
-fn count_picks(sources: &[u8]) -> Vec<u64> {
+pub(super) fn count_picks(sources: &[u8]) -> Vec<u64> {
     let mut lanes = [[0u64; 256]; 4];
     let mut quads = sources.chunks_exact(4);
     for q in &mut quads {

@@ -15,10 +15,12 @@ mod merged;
 pub mod order;
 mod record;
 mod runs;
+mod spans;
 pub mod sparse;
 mod state;
 mod stream;
 
 pub use merged::{Merged, MergedField};
 pub use runs::{Run, Source, BLOCK};
+pub use spans::Spans;
 pub use state::{state_digest, state_key, state_time};

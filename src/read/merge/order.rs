@@ -297,6 +297,13 @@ impl GlobalOrder {
     /// compare as these lists do, and are the same cell when the lists are equal.
     pub fn head_into(&self, key: impl Fn(usize) -> Key, out: &mut Vec<i128>) {
         out.clear();
+        self.head_extend(key, out);
+    }
+
+    /// [`GlobalOrder::head_into`], appended to `out`: a block's heads are made one
+    /// after the other in one vector, with no copy of each.
+    #[inline]
+    pub fn head_extend(&self, key: impl Fn(usize) -> Key, out: &mut Vec<i128>) {
         if let Some(h) = &self.hilbert {
             out.push(self.hilbert_value(h, |d| key(d).tile as u64) as i128);
             out.extend((0..self.dims.len()).map(|d| key(d).value));

@@ -164,6 +164,17 @@ impl SparseMerge {
         self.index.is_loaded()
     }
 
+    /// Whether the whole merge's [`Record`] would keep to its budget: one byte a cell
+    /// of at most as many cells as the sources hold (up to 256 of them), with room
+    /// for the jumps (16 bytes each) of one in 64 of them. An estimate, for choosing
+    /// how to go over every cell: a record that turns out over budget is dropped as
+    /// ever.
+    pub(super) fn record_fits(&self, merged: Input<'_>) -> bool {
+        let cells: u64 = merged.sources.iter().map(|s| s.meta.cell_count()).sum();
+        merged.sources.len() <= 1 << 8
+            && cells.saturating_add(cells / 4) <= record_budget(merged.engine) as u64
+    }
+
     /// Cells of the merged array: one counting pass (kept).
     pub fn cell_count(&self, merged: Input<'_>) -> Result<u64> {
         Ok(self.index(merged)?.cells)

@@ -237,16 +237,15 @@ impl<'a> Stream<'a> {
             let cells = coords.first().map_or(0, |c| c.len());
             heads.reserve(cells * self.head_len);
             let zero = Key { tile: 0, value: 0 };
-            let mut head = Vec::with_capacity(self.head_len);
             for i in 0..cells {
                 let key = |d: usize| {
                     keys.get(d)
                         .and_then(|k: &Option<Vec<Key>>| k.as_ref()?.get(i).copied())
                         .unwrap_or(zero)
                 };
-                self.rules.order.head_into(key, &mut head);
-                head.resize(self.head_len, 0);
-                heads.extend_from_slice(&head);
+                let before = heads.len();
+                self.rules.order.head_extend(key, &mut heads);
+                heads.resize(before + self.head_len, 0);
             }
             keys.clear();
         }
@@ -394,6 +393,20 @@ impl<'a> Stream<'a> {
         if !self.numeric || !self.rules.deletes.is_empty() {
             return 0;
         }
+        // Cursor after cursor: fragments that interleave cell by cell give one each.
+        let mut total = 0;
+        while total < cap {
+            let k = self.gallop_one(cap - total, emit);
+            if k == 0 {
+                break;
+            }
+            total += k;
+        }
+        total
+    }
+
+    /// [`Stream::gallop`] of the smallest cursor alone.
+    fn gallop_one(&mut self, cap: u64, emit: &mut impl FnMut(usize, u64)) -> u64 {
         let Some(&c) = self.heap.first() else {
             return 0;
         };

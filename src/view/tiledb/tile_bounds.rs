@@ -21,7 +21,7 @@ use super::array_tree::ArrayTree;
 use super::node::When;
 
 /// One group's sources in a sparse state: (source, first cell, last cell) each.
-pub(super) type Spans = Vec<(usize, u64, u64)>;
+pub(super) use crate::read::merge::Spans;
 
 /// The bounds one field's tiles have in one fragment's metadata, loaded once.
 pub(super) struct TileBoundsOf {
@@ -231,33 +231,7 @@ impl ArrayTree {
         if merged.is_dense() {
             return Ok(None);
         }
-        let mut groups: Vec<Spans> = Vec::new();
-        // Per source: the group it was last seen in, and its entry there.
-        let mut seen: Vec<(usize, usize)> = vec![(usize::MAX, 0); merged.sources.len()];
-        // The group cell `out` is in starts a new one at `next_group` (cells come in
-        // order: no division a cell).
-        let rows = rows.max(1);
-        let mut next_group = 0u64;
-        merged.visit(0, u64::MAX, &mut |out, source, cell| {
-            while out >= next_group {
-                groups.push(Vec::new());
-                next_group += rows;
-            }
-            let g = groups.len() - 1;
-            let spans = &mut groups[g];
-            match seen.get_mut(source) {
-                Some((at, i)) if *at == g => {
-                    let (_, lo, hi) = &mut spans[*i];
-                    (*lo, *hi) = ((*lo).min(cell), (*hi).max(cell));
-                }
-                Some(entry) => {
-                    *entry = (g, spans.len());
-                    spans.push((source, cell, cell));
-                }
-                None => {}
-            }
-        })?;
-        Ok(Some(groups))
+        Ok(Some(merged.group_spans(rows)?))
     }
 
     /// The bounds of a sparse state's groups from their [`spans`](Self::sparse_state_spans):
