@@ -8,7 +8,8 @@
 #   --regenerate    rewrite the benchmark arrays even if present
 #   --repeat N      runs per figure, the median is kept (default 5)
 #   --only S,...    sections to run: seq,random,rss,many,listing,merged,sparse,
-#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,decode
+#                   pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,
+#                   cluster,decode
 #                   (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
 #                   (perf record -g, syscall counts) into target/bench/profile/
@@ -28,7 +29,7 @@ MNT="$BENCH/mnt"
 
 regenerate=0
 profile=0
-only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,decode"
+only="seq,random,rss,many,listing,merged,sparse,pointcloud,ttfb,zarr,legacy,squash,cache,s3,serve,doors,tables,cluster,decode"
 run_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -103,7 +104,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- TileDB-Py in its own venv (the versions the fixtures use)
-if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py, duckdb, polars, pyarrow, pandas' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, requests, tifffile, netCDF4, h5py, duckdb, polars, pyarrow, pandas, dask, distributed, xarray, s3fs' 2>/dev/null; then
     step "creating $VENV with TileDB-Py, zarr-python and the clients of fragfs serve"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
@@ -111,16 +112,33 @@ if ! "$VENV/bin/python" -c 'import tiledb, numpy, zarr, fsspec, aiohttp, boto3, 
         "numpy==2.4.6" "packaging==26.3" "tiledb==0.36.1" "zarr==3.1.6" \
         "fsspec==2026.9.0" "aiohttp==3.14.5" "boto3==1.43.117" "requests==2.34.2" \
         "tifffile==2026.3.3" "netCDF4==1.7.5.1.post1" "h5py==3.16.0" \
-        "duckdb==1.5.5" "polars==1.44.2" "pyarrow==26.0.1" "pandas==2.3.3"
+        "duckdb==1.5.5" "polars==1.44.2" "pyarrow==26.0.1" "pandas==2.3.3" \
+        "dask[array]==2026.8.0" "distributed==2026.8.0" "xarray==2026.9.0" \
+        "s3fs==2026.9.0" "maturin==1.16.0"
 fi
 
 # --- binaries
 step "building fragfs and the zero baseline (release)"
 (cd "$ROOT" && cargo build --release --quiet --bin fragfs --example zerofs)
 
-# --- the S3 server of the s3 section: s3s-fs from crates.io, built once into the cargo
-# home (as scripts/test.sh does)
-if [[ ",$only," == *,s3,* ]] && ! command -v s3s-fs >/dev/null &&
+# --- the Python package (python/, release build) in the venv, for the cluster
+# section's workers (the fragfs_tile codec); rebuilt when its inputs change
+if [[ ",$only," == *,cluster,* ]]; then
+    stamp="$VENV/.fragfs-python-inputs"
+    inputs="$(cd "$ROOT" && cat Cargo.toml Cargo.lock python/Cargo.toml python/Cargo.lock \
+        python/pyproject.toml $(find src python/src python/python -type f | sort) |
+        sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$inputs" ]; then
+        step "installing the fragfs Python package into $VENV (release build)"
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+            --no-build-isolation --no-deps --force-reinstall "$ROOT/python"
+        echo "$inputs" >"$stamp"
+    fi
+fi
+
+# --- the S3 server of the s3 and cluster sections: s3s-fs from crates.io, built once
+# into the cargo home (as scripts/test.sh does)
+if [[ ",$only," == *,s3,* || ",$only," == *,cluster,* ]] && ! command -v s3s-fs >/dev/null &&
     [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs" ]; then
     step "cargo install s3s-fs (once, several minutes)"
     cargo install s3s-fs --version 0.14.1 --features binary --locked --quiet
@@ -145,6 +163,8 @@ make_array sparse "$BENCH/sparse"
 make_array grid "$BENCH/grid"
 make_array pointcloud "$BENCH/pointcloud"
 make_array table "$BENCH/table"
+# 4 GiB: written only for the section that reads it.
+if [[ ",$only," == *,cluster,* ]]; then make_array cluster "$BENCH/cluster"; fi
 
 # --- decode throughput (cargo bench); run.py reads the figures from decode.txt
 if [[ ",$only," == *,decode,* ]]; then

@@ -7,6 +7,7 @@
     python make_arrays.py grid    <uri>   # 8192 x 8192 float64 ZSTD, 1024 x 1024 tiles
     python make_arrays.py pointcloud <uri> # 16M LiDAR points, HILBERT order, 8 fragments
     python make_arrays.py table   <uri>   # 16M rows of 6 fields, sparse, 2 fragments
+    python make_arrays.py cluster <uri>   # 16384 x 32768 float64 ZSTD (4 GiB), 8 fragments
 
 The big array is dense and 1-D, with 1,048,576-cell tiles, written as 8 fragments of
 8M cells (8 space tiles each):
@@ -31,6 +32,12 @@ The table array is the table benchmark's (`cells.parquet`, `cells.arrow`): spars
 INT64 dimension `x` (16M distinct random coordinates in [0, 2^34), written sorted, in 2
 fragments of 8M that interleave, so the merged state merges) and 5 attributes, ZSTD: `v`
 float64, `a` int32, `b` float32, `c` int64, `d` float64; capacity 100,000.
+
+The cluster array is the cluster benchmark's (Dask workers reading through kerchunk
+references, `fragfs serve` or TileDB-Py): dense 2-D, 16384 x 32768 float64 `v` (4 GiB),
+2048 x 2048 tiles (32 MiB each, one Dask chunk), ZSTD, a random walk along each row
+(4 decimals), written as 8 fragments of 2048 rows, so every tile comes whole from one
+fragment (every chunk can be referenced).
 
 The data is seeded, so every run writes the same values (fragment names differ). The
 caller (bench.sh) writes to a temporary name and renames it when this succeeds, so a
@@ -254,8 +261,32 @@ def many(uri: str) -> None:
                   flush=True)
 
 
+CLUSTER_ROWS, CLUSTER_COLS, CLUSTER_TILE = 16384, 32768, 2048
+
+
+def cluster(uri: str) -> None:
+    dom = tiledb.Domain(
+        tiledb.Dim(name="y", domain=(0, CLUSTER_ROWS - 1), tile=CLUSTER_TILE, dtype=np.int64),
+        tiledb.Dim(name="x", domain=(0, CLUSTER_COLS - 1), tile=CLUSTER_TILE, dtype=np.int64),
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=False,
+        attrs=[tiledb.Attr(name="v", dtype=np.float64, filters=[tiledb.ZstdFilter()])],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(44)
+    bands = CLUSTER_ROWS // CLUSTER_TILE
+    for f in range(bands):
+        lo = f * CLUSTER_TILE
+        band = np.round(np.cumsum(rng.normal(0.0, 1.0, (CLUSTER_TILE, CLUSTER_COLS)), axis=1), 4)
+        with tiledb.open(uri, "w", timestamp=f + 1) as a:
+            a[lo : lo + CLUSTER_TILE, :] = band
+        print(f"  fragment {f + 1}/{bands} written", flush=True)
+
+
 def main() -> None:
-    kinds = {"big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid,
+    kinds = {"cluster": cluster, "big": big, "many": many, "overlap": overlap, "sparse": sparse, "grid": grid,
              "pointcloud": pointcloud, "table": table}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
         sys.exit(__doc__)

@@ -28,6 +28,7 @@ import zlib
 from pathlib import Path
 
 from counting_proxy import counting_proxy
+import cluster as cluster_bench
 import tables as tables_bench
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,8 @@ RSS_SLACK_MIB = 64
 MIB = 1 << 20
 
 SECTIONS = ["seq", "random", "rss", "many", "listing", "merged", "sparse", "pointcloud", "ttfb",
-            "zarr", "legacy", "squash", "cache", "s3", "serve", "doors", "tables", "decode"]
+            "zarr", "legacy", "squash", "cache", "s3", "serve", "doors", "tables", "cluster",
+            "decode"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1093,8 +1095,9 @@ def nodelay_library() -> Path:
 
 
 @contextlib.contextmanager
-def s3_server():
-    """s3s-fs (SigV4 on) on 127.0.0.1 serving the big array as s3://bench/big. The array
+def s3_server(arrays: dict | None = None):
+    """s3s-fs (SigV4 on) on 127.0.0.1 serving the big array as s3://bench/big (or the
+    `arrays` given, name: folder, as s3://bench/<name>). The array
     is uploaded once, by PUT (`tdb.py upload`), so the server keeps each object's ETag as
     S3 does: s3s-fs hashes the whole object on every GET of a file merely copied into its
     folder, which made each ranged GET of a 33 MB object cost its MD5 (about 4.5 s of
@@ -1104,9 +1107,9 @@ def s3_server():
     binary = s3s_binary()
     if binary is None:
         raise RuntimeError("s3s-fs is not installed (bench.sh installs it)")
+    arrays = arrays or {"big": BIG}
     root = BENCH / "s3root"
     bucket = root / "bench"
-    uploaded = root / ".fragfs-bench-uploaded"
     stale = bucket / "big"
     while os.path.ismount(stale):  # the read-only bind mount of earlier versions
         subprocess.run(["umount", stale], check=True)
@@ -1132,14 +1135,19 @@ def s3_server():
             raise RuntimeError(f"s3s-fs exited with {proc.returncode}")
         endpoint = f"http://127.0.0.1:{port}"
         # The upload is of this very array (its fragment names), or it is done again.
-        names = "\n".join(fragments())
-        if not uploaded.exists() or uploaded.read_text() != names:
-            shutil.rmtree(stale, ignore_errors=True)
-            print("uploading the big array to the S3 server (once)", file=sys.stderr)
-            env = {**os.environ, **S3_KEYS, "FRAGFS_BENCH_S3_ENDPOINT": endpoint}
-            subprocess.run([*TDB, "upload", str(BIG), "s3://bench/big"], check=True, env=env,
-                           stdout=subprocess.DEVNULL)
-            uploaded.write_text(names)
+        for name, folder in arrays.items():
+            uploaded = root / (".fragfs-bench-uploaded" if name == "big"
+                               else f".fragfs-bench-uploaded-{name}")
+            names = "\n".join(sorted(os.listdir(folder / "__fragments")))
+            if name == "big":
+                names = "\n".join(fragments())
+            if not uploaded.exists() or uploaded.read_text() != names:
+                shutil.rmtree(bucket / name, ignore_errors=True)
+                print(f"uploading the {name} array to the S3 server (once)", file=sys.stderr)
+                env = {**os.environ, **S3_KEYS, "FRAGFS_BENCH_S3_ENDPOINT": endpoint}
+                subprocess.run([*TDB, "upload", str(folder), f"s3://bench/{name}"], check=True,
+                               env=env, stdout=subprocess.DEVNULL)
+                uploaded.write_text(names)
         yield endpoint
     finally:
         proc.kill()
@@ -1262,14 +1270,15 @@ SERVE_LOAD_SECONDS = float(os.environ.get("FRAGFS_BENCH_LOAD_SECONDS", "60"))
 
 
 @contextlib.contextmanager
-def fragfs_serve(array: Path, *options: str, s3: bool = False):
+def fragfs_serve(array: Path | str, *options: str, s3: bool = False, env: dict | None = None):
     """`fragfs serve --http 127.0.0.1:0` (and `--s3 127.0.0.1:0` with `s3`) in the
-    background; yields (process, HTTP host:port), or (process, HTTP host:port, S3
-    endpoint URL, bucket) with `s3`, once it listens (its stdout names each face)."""
+    background, with environment `env` (default: this one's); yields (process, HTTP
+    host:port), or (process, HTTP host:port, S3 endpoint URL, bucket) with `s3`, once it
+    listens (its stdout names each face)."""
     faces = ["--http", "127.0.0.1:0"] + (["--s3", "127.0.0.1:0"] if s3 else [])
     with open(BENCH / "daemon.log", "a") as log:
         proc = subprocess.Popen([FRAGFS, "serve", array, *faces, *options],
-                                stdout=subprocess.PIPE, stderr=log, text=True)
+                                stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     try:
         urls = {}
         for _ in range(2 if s3 else 1):
@@ -1688,6 +1697,7 @@ def main() -> None:
                  "squash": squash, "s3": s3, "serve": serve_section, "doors": doors,
                  "cache": cache_section,
                  "tables": lambda rep, n: tables_bench.section(sys.modules[__name__], rep, n),
+                 "cluster": lambda rep, n: cluster_bench.section(sys.modules[__name__], rep, n),
                  }[name](rep, args.repeat)
     finally:
         unmount()
