@@ -24,6 +24,10 @@ macro_rules! datatypes {
             pub fn size(self) -> u64 {
                 match self { $(Datatype::$variant => $size),* }
             }
+            /// The datatype TileDB names `name` (the inverse of [`Datatype::name`]).
+            pub fn from_name(name: &str) -> Option<Datatype> {
+                match name { $($name => Some(Datatype::$variant),)* _ => None }
+            }
         }
     };
 }
@@ -180,7 +184,9 @@ mod tests {
         for id in 0..=43u8 {
             let t = Datatype::from_u8(id).unwrap();
             assert_eq!(t.id(), id);
+            assert_eq!(Datatype::from_name(t.name()), Some(t));
         }
+        assert_eq!(Datatype::from_name("int32"), None);
         assert_eq!(Datatype::from_u8(44), None);
         assert_eq!(Datatype::DatetimeMs.name(), "DATETIME_MS");
         assert_eq!(Datatype::StringUtf16.size(), 2);
