@@ -16,6 +16,7 @@ mod raw_file;
 pub mod spill;
 pub mod stored;
 pub mod tile;
+pub mod tile_codec;
 
 pub use chunk_cache::{CacheKey, Cached, ChunkCache, Item};
 pub use engine::{ReadEngine, ResultSpill};
