@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate tests/fixtures/refs/ (the dense arrays of `fragfs refs`
-# attributes, with their expected and merged JSON) with pinned tiledb-py / numpy from
+# Regenerate tests/fixtures/refs/ (the dense arrays of `fragfs refs`: tiles standard
+# codecs read, column-major and multi-chunk tiles, with their merged JSON) with pinned tiledb-py / numpy from
 # PyPI. Idempotent: the output folder is deleted and rewritten. Fragment and schema
 # file names (UUIDs, wall-clock schema timestamps) change on every run; contents do not.
 set -euo pipefail

@@ -246,7 +246,7 @@ impl FieldReader<'_> {
         Ok(out)
     }
 
-    fn tile_file(&self, role: FileRole) -> Result<TileFile> {
+    pub(super) fn tile_file(&self, role: FileRole) -> Result<TileFile> {
         TileFile::open(self.fragment, self.meta, self.field, role)
     }
 

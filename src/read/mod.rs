@@ -17,6 +17,7 @@ pub mod spill;
 pub mod stored;
 pub mod tile;
 pub mod tile_codec;
+pub mod tile_ref;
 
 pub use chunk_cache::{CacheKey, Cached, ChunkCache, Item};
 pub use engine::{ReadEngine, ResultSpill};
