@@ -1,5 +1,6 @@
 //! File format writers: the byte layouts of the files fragfs makes (netCDF classic,
-//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata, Parquet, Arrow IPC), as `format/` is
+//! HDF5, TIFF, NumPy `.npy`, ENVI headers, Zarr metadata, Parquet, Arrow IPC, kerchunk
+//! reference sets and the standard numcodecs encodings they name), as `format/` is
 //! for the files it parses.
 //!
 //! Sans-IO like `format/`: a writer takes a description of what the file holds (shape,
@@ -12,8 +13,10 @@ pub mod arrow;
 pub mod envi;
 pub mod flatbuf;
 pub mod hdf5;
+pub mod kerchunk;
 pub mod netcdf;
 pub mod npy;
+pub mod numcodecs;
 pub mod parquet;
 pub mod table;
 pub mod thrift;

@@ -190,6 +190,25 @@ impl DenseLayout {
         }
     }
 
+    /// Where the cells of `region` come from: the sources that supply some (by index,
+    /// sorted), and whether some are fill (no visible fragment wrote them).
+    pub fn region_sources(&self, region: &[(i128, i128)]) -> (Vec<usize>, bool) {
+        let runs = self.region_runs(region);
+        let mut sources: Vec<usize> = runs.iter().filter_map(|r| r.source).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        (sources, runs.iter().any(|r| r.source.is_none()))
+    }
+
+    /// The number of source `s`'s stored tile whose first cell is at `corner` (a space
+    /// tile's first coordinates), if the fragment holds that tile.
+    pub fn tile_at(&self, s: usize, corner: &[i128]) -> Option<u64> {
+        let grid = &self.sources.get(s)?.as_ref()?.grid;
+        let cell = grid.cell_of(corner)?;
+        let per = grid.cells_per_tile().max(1);
+        (cell % per == 0).then_some(cell / per)
+    }
+
     /// The domains of the visible fragments that wrote cells.
     pub fn written_domains(&self) -> impl Iterator<Item = &[(i128, i128)]> {
         self.sources.iter().flatten().map(|s| &s.domain[..])

@@ -19,8 +19,10 @@ mod spans;
 pub mod sparse;
 mod state;
 mod stream;
+mod tiles;
 
 pub use merged::{Merged, MergedField};
 pub use runs::{Run, Source, BLOCK};
 pub use spans::Spans;
 pub use state::{state_digest, state_key, state_time};
+pub use tiles::RegionTile;
