@@ -269,6 +269,40 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size)]
         read_ahead: u64,
     },
+    /// Write a kerchunk reference set (version 1) of the Zarr v2 store of a dense array
+    /// (zarr/, or at/<T>/zarr/ with --at): zarr-python, xarray and Dask then read the
+    /// chunks through fsspec's reference:// straight from the fragments' files (with the
+    /// fragfs Python package's fragfs_tile codec, or standard numcodecs codecs where the
+    /// tiles are one ZSTD, GZIP or BYTESHUFFLE+ZSTD chunk). Chunks that are merges of
+    /// fragments are given inline (--inline-limit) or as URLs of a `fragfs serve`
+    /// (--serve-url); if one can be neither, nothing is written and each such chunk is
+    /// named, with why. A summary line goes to stderr.
+    Refs {
+        /// The TileDB array: a folder, or s3://bucket/path/to/array.
+        array: PathBuf,
+        #[command(flatten)]
+        s3: S3Args,
+        /// AES-256-GCM key of an encrypted array (32 bytes of text, or 64 hex digits):
+        /// its tiles are never referenced (a reference carries no key), merged chunks
+        /// are given decrypted, inline or served.
+        #[arg(long, env = "FRAGFS_ENCRYPTION_KEY", hide_env_values = true)]
+        encryption_key: Option<String>,
+        /// The state at this timestamp (ms since the epoch), as at/<T>/zarr/; default
+        /// the latest.
+        #[arg(long, value_name = "T")]
+        at: Option<u64>,
+        /// Write the reference set to this file instead of stdout.
+        #[arg(short, long, value_name = "FILE.json")]
+        output: Option<PathBuf>,
+        /// The URL of a running `fragfs serve --http` of the same array: chunks too large
+        /// to inline are referenced to its zarr/ files.
+        #[arg(long, value_name = "URL")]
+        serve_url: Option<String>,
+        /// Chunks that are merges of fragments are given inline up to this many decoded
+        /// bytes (K, M, G; 0: none).
+        #[arg(long, value_name = "BYTES", default_value = "64K", value_parser = parse_size)]
+        inline_limit: u64,
+    },
     /// Unmount a fragfs mount (lazily, with a message, when files are still open).
     Umount { mountpoint: PathBuf },
     /// Serve the tree a mount shows over the network, in the foreground, until
@@ -606,6 +640,16 @@ mod tests {
         // Ordinary command lines are left alone.
         assert_eq!(from_mount_helper(&os(&["fragfs", "ls", "a"])), None);
         assert_eq!(from_mount_helper(&os(&["fragfs", "--help"])), None);
+    }
+
+    /// The help text says "64K"; the library's constant must agree.
+    #[test]
+    fn the_default_inline_limit_is_the_library_constant() {
+        let cli = Cli::try_parse_from(["fragfs", "refs", "a"]).unwrap();
+        let Command::Refs { inline_limit, .. } = cli.command else {
+            panic!("not a refs command");
+        };
+        assert_eq!(inline_limit, fragfs::view::tiledb::DEFAULT_INLINE_LIMIT);
     }
 
     #[test]

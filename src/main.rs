@@ -15,7 +15,10 @@ use fragfs::serve::s3api::S3Door;
 use fragfs::serve::tls::TlsFiles;
 use fragfs::serve::{Doors, Limits, ServeRequest};
 use fragfs::view::cached::CachedTree;
-use fragfs::view::{open_disk_cache, open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
+use fragfs::view::tiledb::{RefOptions, Refs};
+use fragfs::view::{
+    open_array, open_disk_cache, open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE,
+};
 use fragfs::Result;
 
 fn main() -> ExitCode {
@@ -117,6 +120,47 @@ fn run(command: Command) -> Result<()> {
                 });
             }
             out.write_all(text.as_bytes()).map_err(io)?;
+        }
+        Command::Refs {
+            array,
+            s3,
+            encryption_key,
+            at,
+            output,
+            serve_url,
+            inline_limit,
+        } => {
+            let key = encryption_key.as_deref().map(parse_key).transpose()?;
+            let tree = open_array(
+                &array,
+                &s3.options(),
+                OpenOptions { key },
+                DEFAULT_CACHE_SIZE,
+            )?;
+            let options = RefOptions {
+                serve_url,
+                inline_limit,
+            };
+            match tree.refs(at, &options)? {
+                Refs::Made { json, summary } => {
+                    match &output {
+                        Some(path) => std::fs::write(path, &json)
+                            .map_err(|e| fragfs::Error::io(path.as_path(), e))?,
+                        None => out.write_all(&json).map_err(io)?,
+                    }
+                    eprintln!("fragfs refs: {summary}");
+                }
+                Refs::Refused(chunks) => {
+                    for (chunk, why) in &chunks {
+                        eprintln!("fragfs refs: {chunk}: {why}");
+                    }
+                    return Err(fragfs::Error::InvalidArgument(format!(
+                        "{} chunks can be neither referenced, inlined nor served: no reference \
+                         set written (a larger --inline-limit, or --serve-url, would)",
+                        chunks.len()
+                    )));
+                }
+            }
         }
         Command::Mount {
             mut array,

@@ -177,6 +177,12 @@ impl TileCodec {
         Ok(codec)
     }
 
+    /// [`TileCodec::from_json`] of a configuration as JSON text.
+    pub fn from_json_text(config: &str) -> Result<TileCodec> {
+        let value: Value = serde_json::from_str(config).map_err(bad_config)?;
+        TileCodec::from_json(&value)
+    }
+
     /// The chunk `bytes` hold: a stored tile (its chunks un-filtered, then put in
     /// row-major order) or a chunk given decoded behind [`ENVELOPE`]. Either must be
     /// exactly [`TileCodec::decoded_size`] bytes; a tile must end with its last chunk.
@@ -375,6 +381,9 @@ mod tests {
         sorted.sort();
         assert_eq!(keys, sorted);
         assert_eq!(TileCodec::from_json(&json).unwrap(), c);
+        assert_eq!(TileCodec::from_json_text(&json.to_string()).unwrap(), c);
+        let err = TileCodec::from_json_text("{").unwrap_err().to_string();
+        assert!(err.starts_with("fragfs_tile configuration: EOF"), "{err}");
         // numcodecs' from_config gets the configuration without its id.
         let mut no_id = json.clone();
         no_id.as_object_mut().unwrap().remove("id");

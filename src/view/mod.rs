@@ -32,6 +32,7 @@ pub use info::Info;
 pub use listing::Listing;
 pub use nodes::{Ino, ROOT};
 pub use open::{
-    open_disk_cache, open_source, open_store, open_tree, ChunkOptions, DEFAULT_CACHE_SIZE,
+    open_array, open_disk_cache, open_source, open_store, open_tree, ChunkOptions,
+    DEFAULT_CACHE_SIZE,
 };
 pub use tiledb::{ArrayTree, REFRESH_INTERVAL};

@@ -85,6 +85,65 @@ fn open_s3(
     )))
 }
 
+/// Opens the TileDB array at `path` (a local folder or `s3://bucket/prefix`, reached as
+/// `s3` says) as its tree, for what only an array has (`fragfs refs`): a group, a Filo
+/// fragment or anything else is refused, saying what it is.
+pub fn open_array(
+    path: &Path,
+    s3: &S3Options,
+    options: OpenOptions,
+    cache_size: u64,
+) -> Result<ArrayTree> {
+    let store: Arc<dyn Store> = if is_s3_uri(path) {
+        s3_store(path, s3, cache_size / 2)?
+    } else {
+        match LocalStore::open_path(path)? {
+            LocalPath::Folder(store) => Arc::new(store),
+            LocalPath::File(..) => {
+                return Err(Error::NotAnArray(format!(
+                    "{}: a file, not a TileDB array folder",
+                    path.display()
+                )))
+            }
+        }
+    };
+    let root = store.list("")?;
+    if root
+        .iter()
+        .any(|e| e.name == MANIFEST_FILE && !e.is_folder())
+    {
+        return Err(Error::NotAnArray(format!(
+            "{}: a Filo fragment, not a TileDB array",
+            path.display()
+        )));
+    }
+    if sniff_object_type(root.iter().map(|e| (e.name.as_str(), e.is_folder()))) == ObjectType::Group
+    {
+        return Err(Error::NotAnArray(format!(
+            "{}: a TileDB group: give the path of one of its arrays",
+            path.display()
+        )));
+    }
+    let array = Array::open(store, options)?;
+    Ok(ArrayTree::new(array, cache_size))
+}
+
+#[cfg(feature = "s3")]
+fn s3_store(path: &Path, s3: &S3Options, cache: u64) -> Result<Arc<dyn Store>> {
+    let uri = path.to_string_lossy();
+    Ok(Arc::new(crate::storage::S3Store::open(
+        &uri, s3, cache, None,
+    )?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(path: &Path, _s3: &S3Options, _cache: u64) -> Result<Arc<dyn Store>> {
+    Err(Error::InvalidArgument(format!(
+        "{}: this fragfs was built without S3 support (the `s3` feature)",
+        path.display()
+    )))
+}
+
 /// The disk cache that `config` names (`--cache-dir`), opened (made if needed), or
 /// `None` without one: opened before the source, so the one cache serves both the
 /// decoded files and an S3 store's fetched bytes ([`open_source`]).

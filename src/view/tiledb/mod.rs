@@ -32,6 +32,7 @@ mod shape;
 mod states;
 mod textfiles;
 mod tile_bounds;
-mod zarr;
+pub mod zarr;
 
 pub use array_tree::{ArrayTree, Clock, REFRESH_INTERVAL};
+pub use zarr::refs::{RefOptions, Refs, Summary as RefsSummary, DEFAULT_INLINE_LIMIT};

@@ -10,11 +10,14 @@
 //! Tiles no visible fragment touches have no chunk file (readers fill them), and a
 //! listing never walks the domain, only the fragments' boxes.
 //!
+//! [`refs`] makes a kerchunk reference set of a state's store (`fragfs refs`).
+//!
 //! [`tree`] puts the store in the tree (listing, lookup, sizes, reads); what the store
 //! holds is worked out in [`crate::encode::zarr`] without I/O, once per state ([`stores`]).
 
 mod node;
 mod place;
+pub mod refs;
 mod stores;
 mod tree;
 mod vlen;

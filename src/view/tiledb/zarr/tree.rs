@@ -49,7 +49,7 @@ fn build_store(merged: &Merged) -> std::result::Result<Description, String> {
 
 impl ArrayTree {
     /// The state at `w` and its store, built once per state and generation of it.
-    fn zstore(&self, w: When) -> Result<(Arc<Merged>, Arc<Description>)> {
+    pub(super) fn zstore(&self, w: When) -> Result<(Arc<Merged>, Arc<Description>)> {
         // Filed under the generation the merge was made at: never a store of one
         // state under another's generation.
         let (generation, merged) = self.merged_keyed(w)?;
@@ -356,7 +356,7 @@ impl ArrayTree {
     }
 
     /// The bytes of a metadata file.
-    fn zarr_meta(&self, w: When, node: &ZNode) -> Result<Vec<u8>> {
+    pub(super) fn zarr_meta(&self, w: When, node: &ZNode) -> Result<Vec<u8>> {
         let (merged, store) = self.zstore(w)?;
         let value = match node {
             ZNode::GroupMeta(meta) => {

@@ -1,0 +1,124 @@
+//! `fragfs.refs(uri, ...)`: the kerchunk reference set `fragfs refs` writes, as JSON text
+//! (the Python side parses it), made with the GIL released; and `TileDecoder`, the Rust
+//! half of the `fragfs_tile` numcodecs codec (`fragfs.codec.FragfsTile`), which decodes
+//! a stored tile (or an enveloped chunk) with the GIL released.
+
+use std::path::Path;
+
+use fragfs::read::tile_codec::TileCodec;
+use fragfs::view::open_array;
+use fragfs::view::tiledb::{RefOptions, Refs, DEFAULT_INLINE_LIMIT};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::to_py;
+use crate::options::{open_options, S3Args};
+
+/// The reference set of `uri`'s Zarr v2 store at `at` (ms since the epoch; `None`, the
+/// latest), as JSON text. Chunks none of the three ways can give raise `ValueError`,
+/// one line per chunk with why.
+#[pyfunction]
+#[pyo3(signature = (
+    uri,
+    at = None,
+    serve_url = None,
+    inline_limit = DEFAULT_INLINE_LIMIT,
+    *,
+    endpoint_url = None,
+    region = None,
+    profile = None,
+    no_sign_request = false,
+    virtual_hosted = None,
+    access_key_id = None,
+    secret_access_key = None,
+    retry_timeout = None,
+    cache_size = fragfs::view::DEFAULT_CACHE_SIZE,
+    encryption_key = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn refs_json(
+    py: Python<'_>,
+    uri: String,
+    at: Option<u64>,
+    serve_url: Option<String>,
+    inline_limit: u64,
+    endpoint_url: Option<String>,
+    region: Option<String>,
+    profile: Option<String>,
+    no_sign_request: bool,
+    virtual_hosted: Option<bool>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    retry_timeout: Option<f64>,
+    cache_size: u64,
+    encryption_key: Option<String>,
+) -> PyResult<String> {
+    let s3 = S3Args {
+        endpoint_url,
+        region,
+        profile,
+        no_sign_request,
+        virtual_hosted,
+        access_key_id,
+        secret_access_key,
+        retry_timeout,
+    }
+    .options()?;
+    let options = open_options(encryption_key.as_deref())?;
+    let asked = RefOptions {
+        serve_url,
+        inline_limit,
+    };
+    let made = py
+        .detach(|| {
+            let tree = open_array(Path::new(&uri), &s3, options, cache_size)?;
+            tree.refs(at, &asked)
+        })
+        .map_err(to_py)?;
+    match made {
+        Refs::Made { json, .. } => Ok(String::from_utf8_lossy(&json).into_owned()),
+        Refs::Refused(chunks) => {
+            let lines: Vec<String> = chunks
+                .iter()
+                .map(|(c, why)| format!("{c}: {why}"))
+                .collect();
+            Err(PyValueError::new_err(format!(
+                "{uri}: {} chunks can be neither referenced, inlined nor served (a larger \
+                 inline_limit, or serve_url, would):\n{}",
+                chunks.len(),
+                lines.join("\n")
+            )))
+        }
+    }
+}
+
+/// A `fragfs_tile` codec's decoder, from its configuration (JSON text).
+#[pyclass(frozen, module = "fragfs")]
+pub struct TileDecoder {
+    codec: TileCodec,
+}
+
+#[pymethods]
+impl TileDecoder {
+    #[new]
+    fn new(config: &str) -> PyResult<TileDecoder> {
+        let codec =
+            TileCodec::from_json_text(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(TileDecoder { codec })
+    }
+
+    /// The chunk `data` (a stored tile, or an enveloped chunk) holds, decoded.
+    fn decode<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let out = py
+            .detach(|| self.codec.decode(data))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Bytes of a decoded chunk.
+    #[getter]
+    fn decoded_size(&self) -> Option<u64> {
+        self.codec.decoded_size()
+    }
+}
