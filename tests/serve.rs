@@ -291,6 +291,43 @@ fn ranges_validators_and_conditional_requests() {
     assert_eq!(before.header("etag"), after.header("etag"));
 }
 
+/// `?envelope=fragfs_tile` (what `fragfs refs --serve-url` points a served chunk of a
+/// `fragfs_tile` array at): the file whole behind the codec's 8 bytes, sized and tagged
+/// as its own representation; ranges and other envelopes refused.
+#[test]
+fn a_file_behind_the_fragfs_tile_envelope() {
+    let (_tree, _server, addr) = served_fixture("dense_2d");
+    let path = "/zarr/bs_dd_zstd/1.2";
+    let plain = get(addr, "GET", path, &[]);
+    assert_eq!(plain.status, 200);
+    let enveloped = format!("{path}?envelope=fragfs_tile");
+    let r = get(addr, "GET", &enveloped, &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body[..8], fragfs::view::tiledb::ENVELOPE);
+    assert_eq!(r.body[8..], plain.body[..]);
+    assert_eq!(
+        r.header("content-length"),
+        Some(&*(plain.body.len() + 8).to_string())
+    );
+    let head = get(addr, "HEAD", &enveloped, &[]);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), r.header("content-length"));
+    let (tag, plain_tag) = (r.header("etag").unwrap(), plain.header("etag").unwrap());
+    assert_ne!(tag, plain_tag);
+    assert!(
+        tag.starts_with('"') && tag.ends_with("-fragfs_tile\""),
+        "{tag}"
+    );
+    let cached = get(addr, "GET", &enveloped, &[("If-None-Match", tag)]);
+    assert_eq!(cached.status, 304);
+    let ranged = get(addr, "GET", &enveloped, &[("Range", "bytes=0-3")]);
+    assert_eq!(ranged.status, 400);
+    assert!(String::from_utf8_lossy(&ranged.body).contains("served whole"));
+    let other = get(addr, "GET", &format!("{path}?envelope=gzip"), &[]);
+    assert_eq!(other.status, 400);
+    assert!(String::from_utf8_lossy(&other.body).contains("unknown envelope \"gzip\""));
+}
+
 #[test]
 fn text_files_stream_as_they_render_and_head_tells_their_size() {
     let (tree, _server, addr) = served_fixture("sparse_var_nullable");

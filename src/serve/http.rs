@@ -12,6 +12,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -24,6 +25,7 @@ use super::sizing::{Sizing, Unsized};
 use crate::error::Error;
 use crate::secret::Secret;
 use crate::view::held::Held;
+use crate::view::tiledb::{ENVELOPE, ENVELOPE_QUERY};
 use crate::view::{FileTree, Ino, Kind, Lifetime, Stat, ROOT};
 use crate::wire::path::{self, BadPath};
 use crate::wire::range::{self, Answer};
@@ -50,6 +52,9 @@ struct Asked {
     path: String,
     headers: HeaderMap,
     wants_json: bool,
+    /// `?envelope=fragfs_tile`: the file whole, behind the `fragfs_tile` codec's
+    /// envelope (what a reference set of `fragfs refs` points a served chunk at).
+    envelope: bool,
 }
 
 /// What an answer made on the blocking pool needs before it can be made.
@@ -99,7 +104,12 @@ impl HttpDoor {
         if !self.authorized(req.headers()) {
             return Ok(unauthorized());
         }
+        let envelope = match envelope(req.uri().query()) {
+            Ok(e) => e,
+            Err(why) => return Ok(text(StatusCode::BAD_REQUEST, &why)),
+        };
         let asked = Arc::new(Asked {
+            envelope,
             wants_json: wants_json(req.headers(), req.uri().query()),
             method,
             path: req.uri().path().to_string(),
@@ -236,6 +246,8 @@ impl HttpDoor {
         let name = names.last().map_or("", String::as_str);
         let shown = names.join("/");
         let etag = match etag(&**tree, &shown, ino, stat) {
+            // The enveloped file is another representation: another tag.
+            Ok(Some(t)) if asked.envelope => Some(format!("{}-fragfs_tile\"", t.trim_end_matches('"'))),
             Ok(t) => t,
             Err(e) => return Ok(error(&asked.path, &e)),
         };
@@ -266,6 +278,12 @@ impl HttpDoor {
         // A range of a file whose size shows only once rendered (a text file), or a HEAD
         // of one (how clients ask for a size), needs its size: the sizing pool renders
         // it. A plain GET streams it as it renders.
+        if asked.envelope && asked.headers.contains_key(header::RANGE) {
+            return Ok(text(
+                StatusCode::BAD_REQUEST,
+                "a file behind the fragfs_tile envelope is served whole: GET it without a Range\n",
+            ));
+        }
         let range = header_str(&asked.headers, header::RANGE).filter(|_| {
             match header_str(&asked.headers, header::IF_RANGE) {
                 None => true,
@@ -322,7 +340,7 @@ impl HttpDoor {
                 Ok(first) => first,
                 Err(e) => return Ok(error(&asked.path, &e)),
             };
-            Response::new(body(chunks(
+            let rest = chunks(
                 held,
                 self.ahead.clone(),
                 self.budget.clone(),
@@ -330,7 +348,16 @@ impl HttpDoor {
                 start,
                 end,
                 first,
-            )))
+            );
+            match asked.envelope {
+                true => {
+                    let envelope = Bytes::from_static(&ENVELOPE);
+                    Response::new(body(
+                        futures::stream::once(async move { Ok(envelope) }).chain(rest),
+                    ))
+                }
+                false => Response::new(body(rest)),
+            }
         };
         *response.status_mut() = status;
         let h = response.headers_mut();
@@ -341,7 +368,8 @@ impl HttpDoor {
             HeaderValue::from_static(tree.content_type(ino, name)),
         );
         if let Some(end) = end {
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
+            let extra = if asked.envelope { ENVELOPE.len() as u64 } else { 0 };
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start + extra));
         }
         if status == StatusCode::PARTIAL_CONTENT {
             if let (Some(end), Some(size)) = (end, size) {
@@ -370,6 +398,22 @@ fn wants_json(headers: &HeaderMap, query: Option<&str>) -> bool {
     }
     header_str(headers, header::ACCEPT)
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/html"))
+}
+
+/// Whether the query asks for the file behind the `fragfs_tile` envelope; another
+/// envelope is an error (a client must not get bytes it did not ask for).
+fn envelope(query: Option<&str>) -> Result<bool, String> {
+    let mut asked = false;
+    for part in query.unwrap_or("").split('&') {
+        if part == ENVELOPE_QUERY {
+            asked = true;
+        } else if let Some(other) = part.strip_prefix("envelope=") {
+            return Err(format!(
+                "unknown envelope {other:?}: the one there is is {ENVELOPE_QUERY}\n"
+            ));
+        }
+    }
+    Ok(asked)
 }
 
 fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {

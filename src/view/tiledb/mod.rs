@@ -35,4 +35,6 @@ mod tile_bounds;
 pub mod zarr;
 
 pub use array_tree::{ArrayTree, Clock, REFRESH_INTERVAL};
-pub use zarr::refs::{RefOptions, Refs, Summary as RefsSummary, DEFAULT_INLINE_LIMIT};
+pub use zarr::refs::{
+    RefOptions, Refs, Summary as RefsSummary, DEFAULT_INLINE_LIMIT, ENVELOPE, ENVELOPE_QUERY,
+};

@@ -30,7 +30,7 @@ use crate::encode::numcodecs::{Compressor, StandardCodecs};
 use crate::encode::zarr::{key_v2, Elements, ZArray, ZDesc, ZMeta};
 use crate::error::{Error, Result};
 use crate::read::merge::{Merged, RegionTile};
-use crate::read::tile_codec::{TileCodec, ENVELOPE};
+use crate::read::tile_codec::TileCodec;
 use crate::read::tile_ref::{Standard, StandardSpan, StoredTile};
 use crate::view::file_tree::FileTree;
 use crate::view::tiledb::array_tree::ArrayTree;
@@ -43,6 +43,14 @@ pub const DEFAULT_INLINE_LIMIT: u64 = 64 << 10;
 /// A coordinate array is given inline up to this many bytes (its values are computed:
 /// 8 MiB is a million int64 coordinates), whatever the inline limit.
 pub const COORD_INLINE_LIMIT: u64 = 64 << 20;
+
+/// What a served chunk of an array read by `fragfs_tile` starts with: the codec's
+/// envelope of decoded chunks (the HTTP door adds it to a file asked for with
+/// [`ENVELOPE_QUERY`]).
+pub const ENVELOPE: [u8; 8] = crate::read::tile_codec::ENVELOPE;
+
+/// The query that asks the HTTP door for a file behind [`ENVELOPE`].
+pub const ENVELOPE_QUERY: &str = "envelope=fragfs_tile";
 
 /// Coordinate chunks a reference set serves at most (a domain of 2^32 int64
 /// coordinates), beyond the inline limit.
@@ -414,7 +422,8 @@ impl ArrayRefs<'_> {
             url_segment(&d.name)
         );
         if matches!(codecs, Codecs::Tile(_)) {
-            url.push_str("?envelope=fragfs_tile");
+            url.push('?');
+            url.push_str(ENVELOPE_QUERY);
         }
         summary.served += 1;
         Ok(Ok(Reference::Whole(url)))
