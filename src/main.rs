@@ -154,10 +154,13 @@ fn run(command: Command) -> Result<()> {
                     for (chunk, why) in &chunks {
                         eprintln!("fragfs refs: {chunk}: {why}");
                     }
+                    let n = match chunks.len() {
+                        1 => "1 chunk".to_string(),
+                        n => format!("{n} chunks"),
+                    };
                     return Err(fragfs::Error::InvalidArgument(format!(
-                        "{} chunks can be neither referenced, inlined nor served: no reference \
-                         set written (a larger --inline-limit, or --serve-url, would)",
-                        chunks.len()
+                        "{n} can be neither referenced, inlined nor served: no reference set \
+                         written (a larger --inline-limit, or --serve-url, would)"
                     )));
                 }
             }

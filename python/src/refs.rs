@@ -83,10 +83,13 @@ pub fn refs_json(
                 .iter()
                 .map(|(c, why)| format!("{c}: {why}"))
                 .collect();
+            let n = match chunks.len() {
+                1 => "1 chunk".to_string(),
+                n => format!("{n} chunks"),
+            };
             Err(PyValueError::new_err(format!(
-                "{uri}: {} chunks can be neither referenced, inlined nor served (a larger \
+                "{uri}: {n} can be neither referenced, inlined nor served (a larger \
                  inline_limit, or serve_url, would):\n{}",
-                chunks.len(),
                 lines.join("\n")
             )))
         }

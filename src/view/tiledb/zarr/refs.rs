@@ -130,6 +130,13 @@ impl ArrayTree {
     /// The reference set of the state at `w` (`None`: latest) of this array's Zarr v2
     /// store, as `options` say (see the module's documentation).
     pub fn refs(&self, w: When, options: &RefOptions) -> Result<Refs> {
+        let array = self.array();
+        if let Err(why) = crate::encode::zarr::has_store(&array.latest_schema().schema) {
+            return Err(Error::NotAnArray(format!(
+                "{}: {why}: a reference set is made of a dense array's Zarr store",
+                array.location()
+            )));
+        }
         let (merged, store) = self.zstore(w)?;
         let mut refs: BTreeMap<String, Reference> = BTreeMap::new();
         let mut summary = Summary::default();
