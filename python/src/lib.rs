@@ -20,6 +20,7 @@ fn _fragfs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::Tree>()?;
     m.add_class::<refs::TileDecoder>()?;
     m.add_function(wrap_pyfunction!(refs::refs_json, m)?)?;
+    m.add_function(wrap_pyfunction!(refs::stored_tiles, m)?)?;
     m.add(
         "DEFAULT_INLINE_LIMIT",
         fragfs::view::tiledb::DEFAULT_INLINE_LIMIT,

@@ -125,3 +125,86 @@ impl TileDecoder {
         self.codec.decoded_size()
     }
 }
+
+/// Every stored tile of the array `uri` (`ArrayTree::stored_tiles`): per fragment and
+/// fixed-size stored field, `(fragment, field, folder name, validity, tiles)`, each
+/// tile `(url, offset, length, fragfs_tile configuration as JSON text)`. Encrypted
+/// tiles raise `ValueError` (no reference carries a key).
+#[pyfunction]
+#[pyo3(signature = (
+    uri,
+    *,
+    endpoint_url = None,
+    region = None,
+    profile = None,
+    no_sign_request = false,
+    virtual_hosted = None,
+    access_key_id = None,
+    secret_access_key = None,
+    retry_timeout = None,
+    encryption_key = None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn stored_tiles(
+    py: Python<'_>,
+    uri: String,
+    endpoint_url: Option<String>,
+    region: Option<String>,
+    profile: Option<String>,
+    no_sign_request: bool,
+    virtual_hosted: Option<bool>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    retry_timeout: Option<f64>,
+    encryption_key: Option<String>,
+) -> PyResult<Vec<FieldTiles>> {
+    let s3 = S3Args {
+        endpoint_url,
+        region,
+        profile,
+        no_sign_request,
+        virtual_hosted,
+        access_key_id,
+        secret_access_key,
+        retry_timeout,
+    }
+    .options()?;
+    let options = open_options(encryption_key.as_deref())?;
+    let fields = py
+        .detach(|| {
+            let tree = open_array(
+                Path::new(&uri),
+                &s3,
+                options,
+                fragfs::view::DEFAULT_CACHE_SIZE,
+            )?;
+            tree.stored_tiles()
+        })
+        .map_err(to_py)?;
+    fields
+        .into_iter()
+        .map(|f| {
+            let tiles = f
+                .tiles
+                .into_iter()
+                .map(|t| match t.encrypted {
+                    true => Err(PyValueError::new_err(format!(
+                        "{}: an encrypted tile: no reference carries its key",
+                        t.place
+                    ))),
+                    false => Ok((t.url(), t.offset, t.len, t.codec.to_json().to_string())),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok((f.fragment, f.field, f.shown, f.validity, tiles))
+        })
+        .collect()
+}
+
+/// One field's tiles, as `stored_tiles` hands them to Python.
+type FieldTiles = (
+    String,
+    String,
+    String,
+    bool,
+    Vec<(String, u64, u64, String)>,
+);

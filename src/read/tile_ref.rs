@@ -31,6 +31,17 @@ pub struct StoredTile {
     pub place: Place,
 }
 
+impl StoredTile {
+    /// The object as a reader opens it: a local file by its absolute path, an object
+    /// by its URL (`s3://bucket/key`).
+    pub fn url(&self) -> String {
+        self.uri
+            .strip_prefix("file://")
+            .unwrap_or(&self.uri)
+            .to_string()
+    }
+}
+
 /// A standard codec that reads a one-chunk tile's stored bytes as they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Standard {
@@ -58,8 +69,9 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 impl FieldReader<'_> {
     /// Tile `k` of the field's `role` file (fixed-size values, or validity) of this
-    /// dense fragment, with its codec: the field's type and cell size, the fragment's
-    /// format version and pipeline, its schema's tile extents and cell order. The
+    /// fragment, with its codec: the field's type and cell size, the fragment's format
+    /// version and pipeline, and the tile's shape: a dense fragment's tile extents and
+    /// cell order, a sparse one's cells (one dimension). The
     /// tile's chunk headers are walked (and checked against the size the metadata
     /// promises), so a reference never points at a tile fragfs itself cannot read.
     pub fn stored_tile(&self, role: FileRole, k: u64) -> Result<StoredTile> {
@@ -67,30 +79,38 @@ impl FieldReader<'_> {
         if self.field.is_var() || !self.field.stored || self.field.coords.is_some() {
             return Err(Error::corrupt(
                 place(),
-                "only fixed-size stored attributes have tiles to reference",
+                "only the stored tiles of fixed-size fields can be referenced",
             ));
-        }
-        if !self.meta.footer.dense {
-            return Err(Error::corrupt(place(), "a sparse fragment's tile"));
         }
         let tf = self.tile_file(role)?;
         self.tile_chunk_headers(role, k)?;
         let (offset, len) = tf.tile_span(k)?;
         let schema = &self.meta.schema;
-        let tile_shape = schema
-            .dimensions
-            .iter()
-            .map(|d| {
-                d.tile_extent
-                    .as_deref()
-                    .and_then(|e| decode_int(e, d.datatype))
-                    .and_then(|e| u64::try_from(e).ok())
-                    .filter(|&e| e > 0)
-                    .ok_or_else(|| {
-                        Error::corrupt(place(), format!("dimension {}: no tile extent", d.name))
+        // A dense tile is a space tile, in the schema's cell order; a sparse one a list
+        // of cells in global order (the last one partly full).
+        let (tile_shape, col_major) = match self.meta.footer.dense {
+            true => (
+                schema
+                    .dimensions
+                    .iter()
+                    .map(|d| {
+                        d.tile_extent
+                            .as_deref()
+                            .and_then(|e| decode_int(e, d.datatype))
+                            .and_then(|e| u64::try_from(e).ok())
+                            .filter(|&e| e > 0)
+                            .ok_or_else(|| {
+                                Error::corrupt(
+                                    place(),
+                                    format!("dimension {}: no tile extent", d.name),
+                                )
+                            })
                     })
-            })
-            .collect::<Result<Vec<u64>>>()?;
+                    .collect::<Result<Vec<u64>>>()?,
+                schema.cell_order == Layout::ColMajor,
+            ),
+            false => (vec![self.meta.tile_cells(k)], false),
+        };
         let mut pipeline = tf.pipeline.clone();
         let encrypted = pipeline.filters.last() == Some(&Filter::Encryption);
         if encrypted {
@@ -106,7 +126,7 @@ impl FieldReader<'_> {
                 format_version: tf.ctx.format_version,
                 pipeline,
                 tile_shape,
-                col_major: schema.cell_order == Layout::ColMajor,
+                col_major,
             },
             encrypted,
             place: tf.tile_place(k),

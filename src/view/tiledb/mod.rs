@@ -11,7 +11,8 @@
 //! rescans (`rescan.rs`), open files kept readable (`pinning.rs`), read-ahead
 //! (`readahead.rs`), dimension labels (`labels.rs`), merged states (`merged.rs`,
 //! `states.rs`), text files (`textfiles.rs`), enumerations (`enums.rs`, `codes.rs`),
-//! disk-cache keys (`cachekeys.rs`) and Zarr (`zarr.rs`).
+//! disk-cache keys (`cachekeys.rs`), Zarr (`zarr.rs`, with its reference sets) and a
+//! fragment's stored tiles as references (`stored_tiles.rs`).
 
 mod array_tree;
 mod cachekeys;
@@ -30,6 +31,7 @@ mod readahead;
 mod rescan;
 mod shape;
 mod states;
+mod stored_tiles;
 mod textfiles;
 mod tile_bounds;
 pub mod zarr;

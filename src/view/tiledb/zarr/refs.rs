@@ -171,12 +171,6 @@ fn text_ref(bytes: Vec<u8>) -> Reference {
     Reference::Text(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// A referenced object as a reader opens it: a local file by its absolute path, an
-/// object by its URL.
-fn object_url(uri: &str) -> String {
-    uri.strip_prefix("file://").unwrap_or(uri).to_string()
-}
-
 /// The standard codecs that read what `standard` names.
 fn standard_codecs(standard: Standard) -> StandardCodecs {
     let (shuffle, compressor) = match standard {
@@ -247,7 +241,7 @@ impl ArrayRefs<'_> {
                     (Codecs::Standard(_), Some(span)) => {
                         summary.standard += 1;
                         Reference::Range {
-                            url: object_url(&tile.uri),
+                            url: tile.url(),
                             offset: span.offset,
                             len: span.len,
                         }
@@ -255,7 +249,7 @@ impl ArrayRefs<'_> {
                     _ => {
                         summary.referenced += 1;
                         Reference::Range {
-                            url: object_url(&tile.uri),
+                            url: tile.url(),
                             offset: tile.offset,
                             len: tile.len,
                         }
