@@ -2,7 +2,10 @@
 //! the test venv by scripts/test.sh, checked by its own pytest suite (`python/tests`)
 //! against this build's `fragfs` binary: every file of several fixtures byte for byte as
 //! `fragfs cat` prints it, listings as `fragfs ls -lR`, a sample of the shared corpus,
-//! an array over S3 (s3s-fs), xarray, pandas and NumPy through fsspec, and the errors.
+//! an array over S3 (s3s-fs), xarray, pandas and NumPy through fsspec, and the errors;
+//! the `fragfs_tile` codec against every filter pipeline of the corpus, and reference
+//! sets (`fragfs.refs`) of every dense fixture and corpus array at every state read by
+//! zarr-python and xarray against TileDB-Py, over S3, served, without fragfs.
 //!
 //! Without the package (a venv scripts/test.sh did not make, a build that failed) the
 //! test says why and skips; under CI=true that is a failure. The parts pytest skips (no
