@@ -134,3 +134,19 @@ def test_the_codec_refuses_what_is_not_its_tile():
     out = np.empty(12, dtype="i4")
     codec.decode(enveloped, out=out)
     assert out.tobytes() == bytes(range(48))
+
+
+def test_the_codec_pickles_by_its_configuration():
+    """Dask ships a graph's codecs to its worker processes by pickling them."""
+    import pickle
+
+    (field,) = [f for f in fragfs.stored_tiles(str(FIXTURES / "tiledb" / "dense_2d"))
+                if f["field"] == "bs_dd_zstd" and f["fragment"].startswith("__1_1_")]
+    tile = field["tiles"][0]
+    codec = FragfsTile(**tile["codec"])
+    again = pickle.loads(pickle.dumps(codec))
+    assert isinstance(again, FragfsTile) and again == codec
+    with open(tile["url"], "rb") as f:
+        f.seek(tile["offset"])
+        stored = f.read(tile["length"])
+    assert bytes(again.decode(stored)) == bytes(codec.decode(stored))

@@ -47,6 +47,11 @@ class FragfsTile(Codec):
         decoded = np.frombuffer(self._decoder.decode(data), dtype="u1")
         return ndarray_copy(decoded, out)
 
+    def __reduce__(self):
+        # Dask and multiprocessing ship codecs to their workers by pickling: by
+        # configuration, the Rust decoder made anew on the other side.
+        return (_from_config, (self.get_config(),))
+
     def __repr__(self):
         cfg = self._config
         return "FragfsTile(datatype=%r, filters=%r, tile_shape=%r, cell_order=%r)" % (
@@ -55,6 +60,10 @@ class FragfsTile(Codec):
             cfg.get("tile_shape"),
             cfg.get("cell_order"),
         )
+
+
+def _from_config(config):
+    return FragfsTile(**config)
 
 
 register_codec(FragfsTile)
