@@ -52,7 +52,8 @@ def array(method: str, cfg: dict):
 
     if method == "refs":
         refs = json.loads(Path(cfg["refs"]).read_text())
-        remote = {"key": cfg["key"], "secret": cfg["secret"],
+        # zarr reads `reference://` asynchronously: so must its S3 target.
+        remote = {"key": cfg["key"], "secret": cfg["secret"], "asynchronous": True,
                   "client_kwargs": {"endpoint_url": cfg["endpoint"], "region_name": "us-east-1"}}
         ds = xr.open_dataset(
             "reference://", engine="zarr", chunks={}, mask_and_scale=False,
