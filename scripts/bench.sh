@@ -130,8 +130,10 @@ if [[ ",$only," == *,cluster,* ]]; then
         sha256sum | cut -c1-16)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$inputs" ]; then
         step "installing the fragfs Python package into $VENV (release build)"
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-            --no-build-isolation --no-deps --force-reinstall "$ROOT/python"
+        # maturin (in the venv) is found on PATH by the build backend.
+        PATH="$VENV/bin:$PATH" "$VENV/bin/python" -m pip install --quiet \
+            --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
+            "$ROOT/python"
         echo "$inputs" >"$stamp"
     fi
 fi
