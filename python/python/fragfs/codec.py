@@ -43,7 +43,8 @@ class FragfsTile(Codec):
         )
 
     def decode(self, buf, out=None):
-        data = ensure_contiguous_ndarray(buf).view("u1").tobytes()
+        # fsspec hands over bytes: given to Rust as they are, not copied.
+        data = buf if isinstance(buf, bytes) else ensure_contiguous_ndarray(buf).view("u1").tobytes()
         decoded = np.frombuffer(self._decoder.decode(data), dtype="u1")
         return ndarray_copy(decoded, out)
 
