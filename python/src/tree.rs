@@ -6,16 +6,16 @@
 //! or sized (`Held`: its node kept, and the bytes of a fragment TileDB vacuums
 //! meanwhile), as the HTTP door holds the file it serves.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fragfs::view::held::Held;
-use fragfs::view::{open_source, ChunkOptions, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
+use fragfs::view::{open_source, FileTree, Ino, Kind, DEFAULT_CACHE_SIZE};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::errors::to_py;
-use crate::options::{open_options, S3Args};
+use crate::options::{chunk_options, disk_cache, open_options, S3Args};
 
 #[pyclass(frozen, module = "fragfs")]
 pub struct Tree {
@@ -64,6 +64,11 @@ impl Tree {
         retry_timeout = None,
         cache_size = DEFAULT_CACHE_SIZE,
         encryption_key = None,
+        cache_dir = None,
+        cache_dir_size = None,
+        cache_decrypted = false,
+        filo_type = None,
+        filo_version = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -79,6 +84,11 @@ impl Tree {
         retry_timeout: Option<f64>,
         cache_size: u64,
         encryption_key: Option<String>,
+        cache_dir: Option<PathBuf>,
+        cache_dir_size: Option<u64>,
+        cache_decrypted: bool,
+        filo_type: Option<String>,
+        filo_version: Option<String>,
     ) -> PyResult<Tree> {
         let s3 = S3Args {
             endpoint_url,
@@ -92,19 +102,12 @@ impl Tree {
         }
         .options()?;
         let options = open_options(encryption_key.as_deref())?;
+        let chunk = chunk_options(filo_type.as_deref(), filo_version.as_deref())?;
         let path = uri.clone();
-        let tree = py
-            .detach(move || {
-                open_source(
-                    Path::new(&path),
-                    &s3,
-                    options,
-                    ChunkOptions::default(),
-                    cache_size,
-                    None,
-                )
-            })
-            .map_err(to_py)?;
+        let tree = py.detach(move || {
+            let disk = disk_cache(cache_dir, cache_dir_size, cache_decrypted)?;
+            open_source(Path::new(&path), &s3, options, chunk, cache_size, disk).map_err(to_py)
+        })?;
         Ok(Tree { tree, uri })
     }
 

@@ -2,13 +2,16 @@
 every file of several fixtures (dense, sparse with var and nullable fields, encrypted,
 a group), its fragments, `latest/` and `at/<T>/` included, byte for byte."""
 
+import subprocess
+import zlib
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import fsspec
 import pytest
 
 import fragfs
-from conftest import FIXTURE_KEY, FIXTURES, fragfs_cat, fragfs_ls, tree_walk
+from conftest import FIXTURE_KEY, FIXTURES, fragfs_bin, fragfs_cat, fragfs_ls, tree_walk
 
 CASES = [
     ("tiledb/dense_2d", None),
@@ -110,3 +113,38 @@ def test_tree_says_what_it_is():
     # A small cache reads the same bytes.
     small = fragfs.Tree(array, cache_size=1 << 16)
     assert small.cat("latest/plain/values.bin") == tree.cat("latest/plain/values.bin")
+
+
+def test_a_disk_cache_keeps_what_one_tree_read_for_the_next(tmp_path):
+    """`cache_dir` is `--cache-dir`: a second Tree (as a second process would) reads
+    the decoded bytes the first one kept there, the same bytes."""
+    array = str(FIXTURES / "tiledb" / "dense_2d")
+    cache = tmp_path / "cache"
+    path = "latest/sha_gzip_f64/values.bin"
+    want = fragfs.Tree(array).cat(path)
+    first = fragfs.Tree(array, cache_dir=str(cache), cache_dir_size=16 << 20)
+    assert first.cat(path) == want
+    del first
+    kept = [p for p in cache.rglob("*") if p.is_file() and p.stat().st_size >= len(want)]
+    assert kept, "nothing kept in the cache folder"
+    # Kept under this build of the decoder: the extension module's bytes, not python's.
+    module = Path(fragfs._fragfs.__file__).read_bytes()
+    build = b"%08x-%d" % (zlib.crc32(module), len(module))
+    assert any(build in p.read_bytes() for p in cache.rglob("*.idx")), build
+    assert fragfs.Tree(array, cache_dir=str(cache)).cat(path) == want
+    with pytest.raises(ValueError, match="go with cache_dir"):
+        fragfs.Tree(array, cache_dir_size=1 << 20)
+
+
+def test_a_lone_filo_chunk_opens_with_its_type():
+    """`filo_type` is `--filo-type`: a lone Filo chunk file has no fragment description
+    to name its column's type."""
+    lone = str(FIXTURES / "filo" / "fragment" / "id.filo")
+    with pytest.raises(OSError, match="filo-type"):
+        fragfs.Tree(lone)
+    tree = fragfs.Tree(lone, filo_type="int")
+    cli = subprocess.run([fragfs_bin(), "cat", "--filo-type", "int", lone, "id/values.txt"],
+                         capture_output=True, check=True).stdout
+    assert tree.cat("id/values.txt") == cli == b"7\n8\n9\n10\n"
+    with pytest.raises(ValueError, match="unknown Filo type"):
+        fragfs.Tree(lone, filo_type="complex")

@@ -1,6 +1,8 @@
 //! What names a cached file ([`CacheKey`], [`CacheScope`]) and which build may keep it
 //! ([`build_id`], [`keeps`]).
 
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// What a cached file is: the array it belongs to, the scope that fixes its bytes, and
@@ -37,15 +39,40 @@ pub enum CacheScope {
     Object(String),
 }
 
-/// An identity of this fragfs executable (a CRC of its bytes with its size and
-/// version): decoded bytes are only served to the build that decoded them. `None` when
-/// the executable cannot be read (a sandbox, a deleted file): the version alone would
-/// let two builds of one version (a fix made since) serve each other's bytes, so such a
-/// build keeps no decoded bytes ([`keeps`]).
+/// The file this code was loaded from: the fragfs executable, or the shared library
+/// that embeds the library (the Python package's extension module, run by a `python`
+/// executable that decodes nothing).
+fn own_file() -> std::io::Result<PathBuf> {
+    // SAFETY: `Dl_info` is four pointers, for which all zeros (null) is valid.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `dladdr` only reads the address it is given (a function of this object,
+    // mapped for as long as its code runs) and writes into `info`, a local of the
+    // type it expects.
+    let found = unsafe { libc::dladdr(own_file as *const libc::c_void, &mut info) };
+    if found != 0 && !info.dli_fname.is_null() {
+        // SAFETY: on success `dli_fname` is a NUL-terminated path the dynamic loader
+        // owns, valid while this object is loaded (it is: this code is running); it is
+        // copied out at once.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        // The main program's name can come as it was typed (relative): the kernel's
+        // path of it is exact.
+        if path.is_absolute() {
+            return Ok(path);
+        }
+    }
+    std::env::current_exe()
+}
+
+/// An identity of this fragfs build (a CRC of the bytes of the file its code came from,
+/// [`own_file`], with their size and version): decoded bytes are only served to the
+/// build that decoded them. `None` when that file cannot be read (a sandbox, a deleted
+/// file): the version alone would let two builds of one version (a fix made since)
+/// serve each other's bytes, so such a build keeps no decoded bytes ([`keeps`]).
 pub fn build_id() -> Option<&'static str> {
     static ID: OnceLock<Option<String>> = OnceLock::new();
     ID.get_or_init(|| {
-        let exe = std::env::current_exe().and_then(std::fs::read);
+        let exe = own_file().and_then(std::fs::read);
         match exe {
             Ok(bytes) => Some(format!(
                 "fragfs {} {:08x}-{}",
@@ -55,7 +82,7 @@ pub fn build_id() -> Option<&'static str> {
             )),
             Err(e) => {
                 log::warn!(
-                    "disk cache: this fragfs executable cannot be read ({e}): its build cannot \
+                    "disk cache: the file of this fragfs build cannot be read ({e}): it cannot \
                      be told from another of version {}, so no decoded bytes are cached",
                     env!("CARGO_PKG_VERSION")
                 );
@@ -75,4 +102,18 @@ pub fn build_id() -> Option<&'static str> {
 /// no decoder made them; keeping them is what spares a later mount the requests.
 pub fn keeps(scope: &CacheScope, build: Option<&str>) -> bool {
     matches!(scope, CacheScope::Object(_)) || build.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In an executable (this test binary) the code's file is the executable itself.
+    #[test]
+    fn the_code_s_file_is_the_executable_that_runs_it() {
+        let own = own_file().unwrap().canonicalize().unwrap();
+        let exe = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(own, exe);
+        assert!(build_id().unwrap().starts_with("fragfs "));
+    }
 }
