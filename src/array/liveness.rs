@@ -52,6 +52,9 @@ pub struct Replaced {
     /// From when TileDB reads the consolidated fragment instead: the first timestamp at
     /// which it opens a `.vac` file that lists it ([`visibility::opens_from`]).
     pub hidden_from: u64,
+    /// The consolidated fragment that replaced it: the name of that `.vac` file, without
+    /// its folder and extension.
+    pub by: String,
 }
 
 #[derive(Debug, Default)]
@@ -343,6 +346,8 @@ fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists, dense: bool) -> Liv
                 rel_dir: rel_dir.clone(),
                 reason: format!("consolidated away: listed in {vac}"),
             });
+            let file = vac.rsplit('/').next().unwrap_or(vac);
+            let by = file.strip_suffix(".vac").unwrap_or(file).to_string();
             liveness.replaced.push(Replaced {
                 fragment: FoundFragment {
                     name,
@@ -350,6 +355,7 @@ fn judge(candidates: Vec<Candidate>, vacuumed: &VacuumLists, dense: bool) -> Liv
                     timestamps,
                 },
                 hidden_from,
+                by,
             });
         } else {
             liveness.live.push(FoundFragment {

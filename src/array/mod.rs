@@ -19,6 +19,6 @@ pub mod visibility;
 pub use conditions::ConditionCommit;
 pub use fragment::{Fragment, FragmentId};
 pub use liveness::Ignored;
-pub use open::Array;
+pub use open::{Array, ReplacedFragment};
 pub use options::{parse_key, OpenOptions};
 pub use schemas::{SchemaFile, ENUMERATIONS_DIR, LEGACY_SCHEMA};

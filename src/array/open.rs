@@ -34,10 +34,8 @@ pub struct Array {
     pub conditions: Vec<String>,
     /// The delete/update commits, with their timestamps, for the merged view.
     pub condition_commits: Vec<ConditionCommit>,
-    /// Fragments a consolidation replaced that are still on disk (not vacuumed yet),
-    /// with the timestamp from which the consolidated fragment hides them
-    /// ([`visibility`]: in a sparse array from format 15 on, its first timestamp).
-    pub replaced: Vec<(Arc<Fragment>, u64)>,
+    /// Fragments a consolidation replaced that are still on disk (not vacuumed yet).
+    pub replaced: Vec<ReplacedFragment>,
     /// Fragment id -> position in `fragments`.
     by_id: HashMap<FragmentId, usize>,
     /// Fragment folder name -> position in `fragments`.
@@ -48,6 +46,17 @@ pub struct Array {
     /// Comparisons of keys that rescans from this array made matching what they found
     /// to its fragments ([`Array::rescan_comparisons`]).
     rescan_comparisons: AtomicU64,
+}
+
+/// A fragment a consolidation replaced, still on disk.
+#[derive(Debug, Clone)]
+pub struct ReplacedFragment {
+    pub fragment: Arc<Fragment>,
+    /// From when the consolidated fragment hides it ([`super::visibility`]: in a sparse
+    /// array from format 15 on, the consolidated fragment's first timestamp).
+    pub hidden_from: u64,
+    /// The consolidated fragment's name (that of its `.vac` file).
+    pub by: String,
 }
 
 /// A key of a previous scan's fragment (its folder, or its name and folder) as a rescan
@@ -144,7 +153,7 @@ impl Array {
             .map(|p| {
                 p.fragments
                     .iter()
-                    .chain(p.replaced.iter().map(|(f, _)| f))
+                    .chain(p.replaced.iter().map(|r| &r.fragment))
                     .map(|f| Counted {
                         key: f.rel_dir.as_str(),
                         compared,
@@ -170,7 +179,7 @@ impl Array {
             .map(|p| {
                 p.fragments
                     .iter()
-                    .chain(p.replaced.iter().map(|(f, _)| f))
+                    .chain(p.replaced.iter().map(|r| &r.fragment))
                     .map(|f| {
                         (
                             Counted {
@@ -202,7 +211,11 @@ impl Array {
         let replaced = live
             .replaced
             .into_iter()
-            .map(|r| (fragment(r.fragment), r.hidden_from))
+            .map(|r| ReplacedFragment {
+                fragment: fragment(r.fragment),
+                hidden_from: r.hidden_from,
+                by: r.by,
+            })
             .collect();
         let mut condition_commits: Vec<ConditionCommit> = live
             .conditions

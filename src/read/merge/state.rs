@@ -13,7 +13,12 @@ pub(crate) fn visible(array: &Array, dense: bool, t: u64) -> Vec<(&Arc<Fragment>
         .fragments
         .iter()
         .map(|f| (f, None))
-        .chain(array.replaced.iter().map(|(f, hidden)| (f, Some(*hidden))))
+        .chain(
+            array
+                .replaced
+                .iter()
+                .map(|r| (&r.fragment, Some(r.hidden_from))),
+        )
         .filter(|(f, hidden)| {
             visibility::is_open_at(&f.timestamps, dense, t) && hidden.is_none_or(|h| h > t)
         })

@@ -106,7 +106,7 @@ impl ArrayTree {
         for f in array
             .fragments
             .iter()
-            .chain(array.replaced.iter().map(|(f, _)| f))
+            .chain(array.replaced.iter().map(|r| &r.fragment))
         {
             out.push(f.timestamps.t2);
             if f.timestamps.t1 != f.timestamps.t2 {
