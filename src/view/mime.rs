@@ -13,6 +13,8 @@ pub fn of_name(name: &str) -> &'static str {
         (_, "txt" | "hdr") => "text/plain; charset=utf-8",
         (_, "html") => "text/html; charset=utf-8",
         (_, "tif" | "tiff") => "image/tiff",
+        (_, "svg") => "image/svg+xml",
+        (_, "png") => "image/png",
         (_, "nc") => "application/x-netcdf",
         (_, "h5") => "application/x-hdf5",
         _ => "application/octet-stream",
@@ -30,5 +32,6 @@ mod tests {
         assert_eq!(of_name("cells.csv"), "text/csv; charset=utf-8");
         assert_eq!(of_name("values.bin"), "application/octet-stream");
         assert_eq!(of_name("0.0"), "application/octet-stream");
+        assert_eq!(of_name("fragments.svg"), "image/svg+xml");
     }
 }

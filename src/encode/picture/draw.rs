@@ -55,11 +55,14 @@ pub fn svg(p: &Picture) -> Vec<u8> {
         px(LEFT),
         esc(&heading)
     ));
-    o.push_str(&format!(
-        "<text x=\"{}\" y=\"42\">{}</text>\n",
-        px(LEFT),
-        esc(&summary(p))
-    ));
+    for (i, line) in summary(p).iter().enumerate() {
+        o.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\">{}</text>\n",
+            px(LEFT),
+            42 + 16 * i,
+            esc(line)
+        ));
+    }
     plot(&mut o, &l);
     o.push_str("<g id=\"fragments\">\n");
     for s in &l.shapes {
@@ -72,8 +75,8 @@ pub fn svg(p: &Picture) -> Vec<u8> {
     o.into_bytes()
 }
 
-/// The heading's second line: how many fragments stand how, and the deletes.
-fn summary(p: &Picture) -> String {
+/// The heading's next lines: how many fragments stand how; the deletes and updates.
+fn summary(p: &Picture) -> Vec<String> {
     use super::model::Status;
     let n =
         |f: &dyn Fn(&Status) -> bool| p.fragments.iter().filter(|x| f(&x.status)).count() as u64;
@@ -86,35 +89,41 @@ fn summary(p: &Picture) -> String {
         .iter()
         .filter(|f| f.status.visible() && f.consolidated.is_some())
         .count() as u64;
-    let mut parts = vec![format!("{} visible", count(visible))];
+    let mut of_visible = Vec::new();
     if partial > 0 {
-        parts.push(format!("{} of them in part", count(partial)));
+        of_visible.push(format!("{} in part", count(partial)));
     }
     if consolidated > 0 {
-        parts.push(format!("{} of them consolidated", count(consolidated)));
+        of_visible.push(format!("{} consolidated", count(consolidated)));
     }
+    let mut line = format!(
+        "{} fragments: {} visible",
+        count(p.fragments.len() as u64),
+        count(visible)
+    );
+    if !of_visible.is_empty() {
+        line.push_str(&format!(" ({})", of_visible.join(", ")));
+    }
+    let mut hidden = Vec::new();
     if replaced > 0 {
-        parts.push(format!(
-            "{} hidden: replaced by a consolidation",
-            count(replaced)
-        ));
+        hidden.push(format!("{} replaced by a consolidation", count(replaced)));
     }
     if later > 0 {
-        parts.push(format!("{} hidden: written later", count(later)));
+        hidden.push(format!("{} written later", count(later)));
     }
-    let applied = p.conditions.iter().filter(|c| c.applied).count() as u64;
+    if !hidden.is_empty() {
+        line.push_str(&format!("; hidden: {}", hidden.join(", ")));
+    }
+    let mut lines = vec![line];
     if !p.conditions.is_empty() {
-        parts.push(format!(
-            "{} deletes and updates ({} applied)",
+        let applied = p.conditions.iter().filter(|c| c.applied).count() as u64;
+        lines.push(format!(
+            "deletes and updates: {}, {} of them applied",
             count(p.conditions.len() as u64),
             count(applied)
         ));
     }
-    format!(
-        "{} fragments: {}",
-        count(p.fragments.len() as u64),
-        parts.join(", ")
-    )
+    lines
 }
 
 fn plot(o: &mut String, l: &Layout) {
@@ -187,6 +196,14 @@ fn shape(o: &mut String, s: &Shape) {
     }
     if !s.mbrs.is_empty() {
         o.push_str(&format!("<path class=\"mbr\" d=\"{}\"/>", s.mbrs));
+    }
+    if let (Some(label), Some([x, y, ..])) = (&s.label, s.rect) {
+        o.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
+            px(x + 4.0),
+            px(y + 13.0),
+            esc(label)
+        ));
     }
     o.push_str("</g>\n");
 }
@@ -304,8 +321,14 @@ fn legend(o: &mut String, l: &Layout) {
         ("condition applied", "delete or update"),
     ];
     let mut x = LEFT + 200.0;
+    let mut y = y;
     let swatch = hex(viridis(0.6));
     for (classes, words) in swatches {
+        let width = 24.0 + 6.5 * words.len() as f64;
+        if x + width > RIGHT {
+            x = LEFT + 200.0;
+            y += 18.0;
+        }
         o.push_str(&format!(
             "<g class=\"{classes}\"><rect x=\"{}\" y=\"{}\" width=\"14\" height=\"10\" \
              fill=\"{}\" stroke=\"{}\"/></g><text x=\"{}\" y=\"{}\">{words}</text>\n",
@@ -320,13 +343,13 @@ fn legend(o: &mut String, l: &Layout) {
             px(x + 18.0),
             px(y)
         ));
-        x += 24.0 + 6.5 * words.len() as f64;
+        x += width;
     }
     for (i, note) in l.notes.iter().enumerate() {
         o.push_str(&format!(
             "<text x=\"{}\" y=\"{}\" class=\"note\">{}</text>\n",
             px(LEFT),
-            px(y + 22.0 + 16.0 * i as f64),
+            px(y + 24.0 + 16.0 * i as f64),
             esc(note)
         ));
     }

@@ -14,7 +14,7 @@ pub const WIDTH: f64 = 960.0;
 pub const LEFT: f64 = 120.0;
 pub const RIGHT: f64 = 930.0;
 /// The plot's top edge (room for the heading above).
-pub const TOP: f64 = 70.0;
+pub const TOP: f64 = 80.0;
 /// Placed fragments up to this many are drawn one shape each; more are grouped where
 /// they would fall on the same few pixels (and the picture says so).
 pub const AGGREGATE_ABOVE: usize = 1_000;
@@ -23,6 +23,8 @@ pub const MAX_SHAPES: usize = 4_000;
 /// At most this many tile MBR outlines in all (they are drawn only when the fragments
 /// are drawn one by one).
 pub const MAX_MBRS: usize = 20_000;
+/// Up to this many fragments, each is named inside its shape where it fits.
+const LABELLED: usize = 24;
 /// Buckets of the time strip's histogram.
 const TIME_BUCKETS: usize = 200;
 /// Deletes and updates drawn one marker each up to this many; more share a marker per
@@ -41,6 +43,8 @@ pub struct Shape {
     pub title: String,
     /// The outlines of its tile MBRs, as SVG path data (empty when none are drawn).
     pub mbrs: String,
+    /// Text written inside it, where there is room.
+    pub label: Option<String>,
 }
 
 /// One axis of the plot: its name, the pixels and labels of its marks.
@@ -216,12 +220,17 @@ pub fn layout(p: &Picture) -> Layout {
             } else {
                 skipped_mbrs += 1;
             }
+            let rect = rect_of(rank, e);
+            // Few fragments: each named where there is room (the start of its name).
+            let label = (placed.len() <= LABELLED && rect[2] >= 90.0 && rect[3] >= 14.0)
+                .then(|| short_name(&f.name));
             shapes.push(Shape {
                 classes: classes(f),
                 colour: colour_of(f.t2),
-                rect: Some(rect_of(rank, e)),
+                rect: Some(rect),
                 title: title(f, p.at),
                 mbrs,
+                label,
             });
         }
         if skipped_mbrs > 0 {
@@ -248,6 +257,7 @@ pub fn layout(p: &Picture) -> Layout {
             rect: None,
             title: title(f, p.at),
             mbrs: String::new(),
+            label: None,
         });
     }
     if !p.others.is_empty() {
@@ -259,8 +269,13 @@ pub fn layout(p: &Picture) -> Layout {
     }
     let strip_top = TOP + height + 56.0;
     let strip_base = strip_top + 44.0;
-    let st = Scale::new(t_lo as f64, t_hi as f64, LEFT, RIGHT);
-    let time_marks = ticks(st.d0, st.d1, 6, true)
+    // A margin at both ends, so the first and last bars stand clear of the frame.
+    let pad = match t_hi > t_lo {
+        true => (t_hi - t_lo) as f64 * 0.03,
+        false => 0.5,
+    };
+    let st = Scale::new(t_lo as f64 - pad, t_hi as f64 + pad, LEFT, RIGHT);
+    let time_marks = ticks(t_lo as f64, t_hi as f64, 6, true)
         .into_iter()
         .map(|(v, l)| (st.at(v), l))
         .collect();
@@ -268,7 +283,7 @@ pub fn layout(p: &Picture) -> Layout {
     let conditions = condition_marks(p, &st, strip_base + 6.0);
     let at_mark = p.at.map(|t| (st.at(t as f64), format!("T = {t}")));
     Layout {
-        height: strip_base + 110.0 + 16.0 * notes.len() as f64,
+        height: strip_base + 128.0 + 16.0 * notes.len() as f64,
         plot,
         across,
         down,
@@ -281,6 +296,20 @@ pub fn layout(p: &Picture) -> Layout {
         at_mark,
         times: (t_lo, t_hi),
         notes,
+    }
+}
+
+/// The start of a fragment's name: its timestamps and the first digits of its UUID
+/// (`__1_1_1ed4e2af…`), which tell it from its neighbours.
+fn short_name(name: &str) -> String {
+    let parts: Vec<&str> = name.splitn(4, '_').collect();
+    match parts.as_slice() {
+        ["", "", t1, rest] => {
+            let (t2, uuid) = rest.split_once('_').unwrap_or((rest, ""));
+            let uuid: String = uuid.chars().take(8).collect();
+            format!("__{t1}_{t2}_{uuid}…")
+        }
+        _ => name.chars().take(20).collect(),
     }
 }
 
@@ -478,6 +507,7 @@ fn groups(
                         rect: Some(widen([x0, y0, x1 - x0, y1 - y0])),
                         title,
                         mbrs: String::new(),
+                        label: None,
                     }
                 })
                 .collect();

@@ -212,6 +212,8 @@ impl FileTree for ArrayTree {
             },
             Node::FieldFile(of, _) | Node::Enum(of) => Node::Field(of),
             Node::EnumFile(of, _) => Node::Enum(of),
+            Node::Picture(None) => Node::Root,
+            Node::Picture(Some(w)) => Node::State(w),
             Node::Zarr(w, z) => self.zarr_parent(w, &z),
         };
         Ok(self.nodes.ino(&parent))

@@ -138,7 +138,7 @@ impl ArrayTree {
                 )))
             }
         };
-        if let ArrayFile::Array = file {
+        if let ArrayFile::Array | ArrayFile::Picture(_) = file {
             self.refresh_if_stale();
         }
         // The array-level files change with a rescan.
@@ -169,6 +169,8 @@ impl ArrayTree {
                         .ok_or_else(|| Error::NotFound(format!("schema {name}")))?;
                     json::schema(&s.name, &s.schema)
                 }
+                // Not JSON: the SVG of the fragments (`picture.rs`).
+                ArrayFile::Picture(w) => return self.fragments_svg(w),
                 ArrayFile::Metadata => json::metadata(&crate::array::metadata::load_metadata(
                     &*array.store,
                     array.options.key,

@@ -26,6 +26,7 @@ pub mod json;
 mod labels;
 mod merged;
 mod node;
+mod picture;
 mod pinning;
 mod readahead;
 mod rescan;

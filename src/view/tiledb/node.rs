@@ -93,6 +93,8 @@ pub(super) enum Node {
     Label(Inside<usize>),
     /// A node of `zarr/` (latest, at the root) or `at/<T>/zarr/`.
     Zarr(When, ZNode),
+    /// `fragments.svg`, at the root (`None`) or in a state folder.
+    Picture(Option<When>),
 }
 
 /// The files of `enumeration/`.
@@ -139,6 +141,9 @@ pub(super) enum ArrayFile<'a> {
     Schema,
     /// `schemas/<name>.json`, by schema file name.
     SchemaNamed(&'a str),
+    /// `fragments.svg` as of a time: every fragment of the array at once (those written
+    /// after it too), so it changes with a rescan as the array-level files do.
+    Picture(When),
 }
 
 impl Node {
@@ -158,6 +163,8 @@ impl Node {
             Node::MetadataJson => Served::ArrayFile(ArrayFile::Metadata),
             Node::SchemaJson => Served::ArrayFile(ArrayFile::Schema),
             Node::SchemaFile(name) => Served::ArrayFile(ArrayFile::SchemaNamed(name)),
+            // The root's picture is now's, as `latest/`'s.
+            Node::Picture(w) => Served::ArrayFile(ArrayFile::Picture(w.flatten())),
             Node::EnumFile(of, file) => Served::EnumFile(*of, *file),
             Node::FolderFile(folder, id) => Served::FolderFace(*folder, *id),
             Node::FieldFile(of, id) => Served::FieldFace(*of, *id),
@@ -200,7 +207,9 @@ impl Node {
             | Node::FragmentsDir
             | Node::AtDir
             | Node::LabelsDir
-            | Node::Label(_) => None,
+            | Node::Label(_)
+            // In a state folder, but of the whole array (see `ArrayFile::Picture`).
+            | Node::Picture(_) => None,
         }
     }
 

@@ -11,6 +11,7 @@ use crate::view::subtree::Inside;
 use super::array_tree::ArrayTree;
 use super::faces::{self, Table};
 use super::node::{EnumFile, FieldOf, Folder, Node};
+use super::picture::PICTURE;
 use super::zarr::ZNode;
 
 impl ArrayTree {
@@ -30,6 +31,7 @@ impl ArrayTree {
             // Every timestamp has a state: whether it can be merged is for its files'
             // reads to tell (a stat must not need every fragment's metadata).
             | Node::State(_)
+            | Node::Picture(_)
             // A label's nodes are checked by the label's tree.
             | Node::Label(_) => Ok(()),
             Node::SchemaFile(name) => match self.array().schemas.iter().any(|s| &s.name == name) {
@@ -85,6 +87,9 @@ impl ArrayTree {
             }
             // Any timestamp opens by name, listed or not.
             Node::AtDir => self.lookup_at(name),
+            // Without merging the state: its picture needs no merge, and shows even
+            // where the state cannot be merged.
+            Node::State(w) if name == PICTURE => Ok(Node::Picture(Some(*w))),
             Node::Zarr(w, z) => self.zarr_lookup(*w, z, name),
             // The other folders, by their listing (a file lists nothing: not found).
             dir @ (Node::Root
@@ -101,7 +106,8 @@ impl ArrayTree {
             | Node::Enum(_)
             | Node::EnumFile(..)
             | Node::LabelsDir
-            | Node::Label(_)) => self
+            | Node::Label(_)
+            | Node::Picture(_)) => self
                 .list_nodes(dir)?
                 .into_iter()
                 .find(|(n, _)| n == name)
@@ -118,6 +124,7 @@ impl ArrayTree {
                 let has_labels = !self.array().latest_schema().schema.labels.is_empty();
                 vec![
                     e("array.json", Node::ArrayJson),
+                    e(PICTURE, Node::Picture(None)),
                     e("metadata.json", Node::MetadataJson),
                     e("schema.json", Node::SchemaJson),
                     e("schemas", Node::SchemasDir),
@@ -204,7 +211,8 @@ impl ArrayTree {
             | Node::SchemaFile(_)
             | Node::FolderFile(..)
             | Node::FieldFile(..)
-            | Node::EnumFile(..) => return Err(Error::NotDirectory(self.describe(dir))),
+            | Node::EnumFile(..)
+            | Node::Picture(_) => return Err(Error::NotDirectory(self.describe(dir))),
         })
     }
 
@@ -224,6 +232,9 @@ impl ArrayTree {
             .into_iter()
             .map(|(id, face)| (face.name().to_string(), Node::FolderFile(folder, id)))
             .collect();
+        if let Folder::State(w) = folder {
+            out.push((PICTURE.to_string(), Node::Picture(Some(w))));
+        }
         let fields = self.field_names(folder)?;
         for (i, name) in fields.iter().enumerate() {
             out.push((names::encode(name), Node::Field(FieldOf::new(folder, i))));
@@ -287,7 +298,8 @@ impl ArrayTree {
             | Node::SchemaFile(_)
             | Node::FolderFile(..)
             | Node::FieldFile(..)
-            | Node::EnumFile(..) => None,
+            | Node::EnumFile(..)
+            | Node::Picture(_) => None,
         })
     }
 }
