@@ -126,32 +126,6 @@ pub fn encode(look: &Look<'_>) -> Result<Vec<u8>, String> {
     })
 }
 
-/// The range of the finite values among `cells`, with their texts made by `text` (the
-/// index of the cell, so the caller can print it exactly in its own type).
-pub fn range_of(cells: &[Cell], text: impl Fn(usize) -> String) -> Option<Range> {
-    let mut low: Option<(f64, usize)> = None;
-    let mut high: Option<(f64, usize)> = None;
-    for (i, c) in cells.iter().enumerate() {
-        let Cell::Value(v) = *c else { continue };
-        if !v.is_finite() {
-            continue;
-        }
-        if low.is_none_or(|(l, _)| v < l) {
-            low = Some((v, i));
-        }
-        if high.is_none_or(|(h, _)| v > h) {
-            high = Some((v, i));
-        }
-    }
-    let ((low, li), (high, hi)) = (low?, high?);
-    Some(Range {
-        low,
-        high,
-        low_text: text(li),
-        high_text: text(hi),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,30 +155,18 @@ mod tests {
     }
 
     #[test]
-    fn the_range_skips_what_is_not_a_finite_value() {
-        let cells = [
-            Cell::Fill,
-            Cell::Value(f64::INFINITY),
-            Cell::Value(4.0),
-            Cell::Null,
-            Cell::Value(-2.0),
-            Cell::NotANumber,
-            Cell::Value(4.0),
-        ];
-        let r = range_of(&cells, |i| format!("#{i}")).unwrap();
-        assert_eq!((r.low, r.high), (-2.0, 4.0));
-        assert_eq!((r.low_text.as_str(), r.high_text.as_str()), ("#4", "#2"));
-        assert!(range_of(&[Cell::Fill, Cell::Value(f64::NAN)], |_| String::new()).is_none());
-    }
-
-    #[test]
     fn encodes_with_the_range_and_colormap_in_text() {
         let cells = [Cell::Value(1.0), Cell::Fill, Cell::Null, Cell::Value(3.0)];
         let png = encode(&Look {
             width: 2,
             height: 2,
             cells: &cells,
-            range: range_of(&cells, |i| format!("{}", i + 1)),
+            range: Some(Range {
+                low: 1.0,
+                high: 3.0,
+                low_text: "1".into(),
+                high_text: "4".into(),
+            }),
             text: vec![("fragfs:shape".into(), "2x2".into())],
         })
         .unwrap();

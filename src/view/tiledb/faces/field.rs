@@ -24,6 +24,8 @@ pub(in crate::view::tiledb) struct FieldFacts {
     pub nullable: bool,
     /// One cell of the attribute's fill value (empty for dimensions).
     pub fill: Vec<u8>,
+    /// The validity a cell no fragment wrote has (nullable attributes).
+    pub fill_valid: bool,
 }
 
 impl FieldFacts {
@@ -51,13 +53,13 @@ impl ArrayTree {
             Folder::Fragment(f) => {
                 let (_, meta) = self.meta(f)?;
                 let field = meta.fields.get(of.index).ok_or_else(missing)?;
-                let fill = meta
+                let attribute = meta
                     .schema
                     .attributes
                     .iter()
-                    .find(|a| a.name == field.name && field.role == FieldRole::Attribute)
-                    .map(|a| a.fill_value.clone())
-                    .unwrap_or_default();
+                    .find(|a| a.name == field.name && field.role == FieldRole::Attribute);
+                let fill = attribute.map(|a| a.fill_value.clone()).unwrap_or_default();
+                let fill_valid = attribute.is_some_and(|a| a.fill_value_validity);
                 Ok(FieldFacts {
                     name: field.name.clone(),
                     role: field.role,
@@ -65,6 +67,7 @@ impl ArrayTree {
                     cell_val_num: field.cell_val_num,
                     nullable: field.nullable,
                     fill,
+                    fill_valid,
                 })
             }
             Folder::State(w) => {
@@ -77,6 +80,7 @@ impl ArrayTree {
                     cell_val_num: field.cell_val_num,
                     nullable: field.nullable,
                     fill: field.fill.clone(),
+                    fill_valid: field.fill_valid,
                 })
             }
         }

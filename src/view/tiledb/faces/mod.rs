@@ -16,6 +16,7 @@ mod hdf5;
 mod id;
 mod netcdf;
 mod npy;
+mod quicklook;
 mod raw;
 mod rendered;
 mod spliced;

@@ -8,11 +8,11 @@ use super::super::array_tree::ArrayTree;
 use super::super::node::{FieldOf, Folder};
 use super::face::{Face, Summary};
 use super::id::FaceId;
-use super::{columnar, envi, hdf5, netcdf, npy, raw, rendered, text, tiff};
+use super::{columnar, envi, hdf5, netcdf, npy, quicklook, raw, rendered, text, tiff};
 
 /// The files of a field folder, in listing order (the `enumeration/` folder of an
 /// enumerated attribute follows them).
-static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
+static FIELD_FACES: [&dyn Face<FieldOf>; 8] = [
     &raw::VALUES,
     &raw::OFFSETS,
     &raw::VALIDITY,
@@ -20,6 +20,7 @@ static FIELD_FACES: [&dyn Face<FieldOf>; 7] = [
     &text::VALUES_TXT,
     &envi::ENVI_HDR,
     &tiff::VALUES_TIF,
+    &quicklook::VALUES_PNG,
 ];
 
 /// The files of a fragment folder and of a state folder, in listing order (the field
