@@ -369,7 +369,61 @@ fn folders_list_as_html_or_json() {
         page.contains(&format!("<td class=\"size\">{size}</td>")),
         "no size of array.json"
     );
-    assert!(page.contains("<h2><a href=\"array.json\">array.json</a></h2>"));
+    // The page above the files: the picture, the schema's tables, the fragments; the
+    // array by its folder's name only, never the server's path to it.
+    assert!(page.contains("<img class=\"picture\" src=\"fragments.svg\""));
+    let schema: serde_json::Value =
+        serde_json::from_slice(&read_all(&*tree, tree.resolve("schema.json").unwrap()).unwrap())
+            .unwrap();
+    for a in schema["attributes"].as_array().unwrap() {
+        let name = a["name"].as_str().unwrap();
+        let shown = name
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        assert!(
+            page.contains(&format!("<tr><td>{shown}</td>")),
+            "attribute {name}"
+        );
+    }
+    let fragments = tree.list(tree.resolve("fragments").unwrap()).unwrap();
+    for f in &fragments {
+        let link = format!(
+            "<a href=\"fragments/{}/\">",
+            fragfs::wire::path::encode(&f.name)
+        );
+        assert!(page.contains(&link), "no row of {}", f.name);
+    }
+    let location = tree.source();
+    assert!(location.ends_with("odd_names") && location.len() > "odd_names".len());
+    assert!(
+        !page.contains(&location),
+        "the page shows the server's path {location}"
+    );
+    assert!(page.contains("<h1>odd_names</h1>"));
+    // Sorted by the server, asked by a column's link: newest first.
+    let r = get(addr, "GET", "/?sort=t1&order=desc", &[]);
+    let sorted = String::from_utf8(r.body).unwrap();
+    let at = |name: &str| sorted.find(&format!("fragments/{name}/")).unwrap();
+    if let [first, .., last] = fragments.as_slice() {
+        assert!(at(&last.name) < at(&first.name), "not newest first");
+    }
+    assert!(sorted.contains("?sort=t1&amp;order=asc\">First timestamp</a> ▼"));
+    // A state's page: each field's files, linked.
+    let r = get(addr, "GET", "/latest/", &[]);
+    let state = String::from_utf8(r.body).unwrap();
+    assert!(state.contains("<h2 id=\"fields\">Fields</h2>"));
+    for e in tree.list(tree.resolve("latest").unwrap()).unwrap() {
+        if e.is_dir() && e.name != "zarr" {
+            let href = fragfs::wire::path::encode(&e.name);
+            assert!(
+                state.contains(&format!("<a href=\"{href}/values.bin\">")),
+                "{href}"
+            );
+        }
+    }
 
     // Every attribute folder of the odd names is reachable by its link.
     let r = get(addr, "GET", "/latest/", &[("Accept", "application/json")]);

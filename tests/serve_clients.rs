@@ -335,6 +335,114 @@ fn chromium_renders_the_listing_with_working_links() {
     );
 }
 
+/// Counts the pixels of a screenshot that are viridis colours (the table read from
+/// `src/encode/colormap.rs`, within 3 of a step on each channel): the page's own
+/// colours (text, links, grey rules) are none of them; the quick looks are nothing else,
+/// and the fragment picture's time strip, strokes and legend are them.
+const VIRIDIS_PIXELS: &str = r#"
+import re, sys, pathlib
+import numpy as np
+from PIL import Image
+src = pathlib.Path(sys.argv[1]).read_text().split("pub static VIRIDIS")[1].split("\n];")[0]
+table = np.array([[int(x) for x in m] for m in re.findall(r"\[(\d+), (\d+), (\d+)\]", src)])
+assert table.shape == (256, 3)
+for shot in sys.argv[2:]:
+    px = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(np.int64)
+    colours, counts = np.unique(px, axis=0, return_counts=True)
+    near = (np.abs(colours[:, None, :] - table[None, :, :]).max(axis=2) <= 3).any(axis=1)
+    print(int(counts[near].sum()))
+"#;
+
+/// Headless Chromium renders the folder pages of the sample array, served by the
+/// `fragfs serve` command (on a free port; the test waits for its listening line), with
+/// their pictures loaded: the DOM of `latest/` holds the picture, a quick look per
+/// numeric attribute, the fields table and the files; the screenshots (Pillow counts
+/// their viridis pixels) of the root page and of `latest/` show the picture and the
+/// quick looks, and the same pages with images off show none of those colours. The
+/// virtual-time budget lets every image load however busy the machine is; nothing is
+/// timed.
+#[test]
+fn chromium_renders_a_folder_page_with_its_pictures() {
+    let Some(chromium) = chromium() else {
+        return missing("no chromium (scripts/test.sh installs Debian's chromium)");
+    };
+    let Some(python) = python_with("PIL") else {
+        return missing("no Python with Pillow (scripts/test.sh installs it)");
+    };
+    let (array, _) = fixture("sample");
+    let (_server, addr) = fragfs_serve(&array, &["--http", "127.0.0.1:0"]);
+    let profile = tempfile::tempdir().unwrap();
+    let browse = |args: &[&str], url: &str| {
+        run_ok(
+            Command::new(chromium)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--hide-scrollbars",
+                    "--virtual-time-budget=60000",
+                    "--window-size=1200,2400",
+                ])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .args(args)
+                .arg(url),
+        )
+    };
+    let latest = format!("http://{addr}/latest/");
+    let dom = browse(&["--dump-dom"], &latest);
+    assert!(
+        dom.contains("<img class=\"picture\" src=\"fragments.svg\""),
+        "{dom}"
+    );
+    for field in ["temperature", "station"] {
+        assert!(
+            dom.contains(&format!("src=\"{field}/values.png\"")),
+            "no quick look of {field}"
+        );
+    }
+    assert!(
+        !dom.contains("src=\"name/values.png\""),
+        "a string has no quick look"
+    );
+    assert!(dom.contains("<h2 id=\"fields\">Fields</h2>") && dom.contains(">read.json</a>"));
+    assert!(
+        !dom.contains(&*array.to_string_lossy()),
+        "the server's path shows"
+    );
+    let mut shots = Vec::new();
+    for (page, name) in [(format!("http://{addr}/"), "root"), (latest, "latest")] {
+        for images in [true, false] {
+            let shot = profile.path().join(format!("{name}-{images}.png"));
+            let mut args = vec![format!("--screenshot={}", shot.display())];
+            if !images {
+                args.push("--blink-settings=imagesEnabled=false".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            browse(&args, &page);
+            shots.push(shot);
+        }
+    }
+    let counts = run_ok(
+        Command::new(&python)
+            .args(["-c", VIRIDIS_PIXELS])
+            .arg(repo().join("src/encode/colormap.rs"))
+            .args(&shots),
+    );
+    let n: Vec<u64> = counts.lines().map(|l| l.trim().parse().unwrap()).collect();
+    eprintln!(
+        "viridis pixels: root {} (no images {}), latest {} (no images {})",
+        n[0], n[1], n[2], n[3]
+    );
+    assert!(n[0] > 500, "the root page's picture did not show: {n:?}");
+    // Two quick looks of 8 x 12 cells, at least 192 pixels wide each, on top.
+    assert!(
+        n[2] > n[0] + 2 * 192 * 128 * 9 / 10,
+        "the quick looks did not show: {n:?}"
+    );
+    assert!(n[1] < 50 && n[3] < 50, "viridis without images: {n:?}");
+}
+
 /// Headless Chromium as the victim of a web page: a page of another origin reads the
 /// server's answers only when `--cors-origin` names that origin, and a page that
 /// rebinds its own name to 127.0.0.1 (Chromium told `evil.example` is 127.0.0.1) is

@@ -21,6 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::budget::{Budget, Share};
 use super::file::{body, chunks, etag, first_chunk, http_date, Body, CHUNK};
 use super::listing;
+use super::page;
 use super::sizing::{Sizing, Unsized};
 use crate::error::Error;
 use crate::secret::Secret;
@@ -51,6 +52,8 @@ struct Asked {
     method: Method,
     path: String,
     headers: HeaderMap,
+    /// The query string (`sort=cells&order=desc` sorts a folder page's table).
+    query: Option<String>,
     wants_json: bool,
     /// `?envelope=fragfs_tile`: the file whole, behind the `fragfs_tile` codec's
     /// envelope (what a reference set of `fragfs refs` points a served chunk at).
@@ -113,6 +116,7 @@ impl HttpDoor {
             wants_json: wants_json(req.headers(), req.uri().query()),
             method,
             path: req.uri().path().to_string(),
+            query: req.uri().query().map(str::to_string),
             headers: req.headers().clone(),
         });
         let mut got = Got::default();
@@ -216,7 +220,8 @@ impl HttpDoor {
             )
         } else {
             (
-                listing::html(tree.clone(), listed, &shown),
+                // The page links by the path as asked (percent-encoded).
+                page::html(tree.clone(), listed, &asked.path, asked.query.as_deref()),
                 "text/html; charset=utf-8",
             )
         };

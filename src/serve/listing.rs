@@ -6,7 +6,8 @@
 //! the blocking pool, one page at a time as the connection takes the bytes. So a
 //! `fragments/` of 100,000 entries costs time linear in its entries and memory of one
 //! page, and no entry is lost to the tree dropping idle numbers. The HTTP door's JSON
-//! and HTML pages are here; WebDAV's multistatus uses the same pages.
+//! listing is here, its HTML page in [`super::page`]; WebDAV's multistatus uses the same
+//! pages.
 
 use std::io;
 use std::sync::Arc;
@@ -17,7 +18,6 @@ use serde_json::json;
 use super::sizing::Sizing;
 use crate::error::Result;
 use crate::view::{FileTree, Ino, Kind, Listing};
-use crate::wire::path::encode;
 
 /// Entries per page: a page is one body chunk of some 100 KiB.
 pub const PAGE: usize = 512;
@@ -172,103 +172,7 @@ pub fn json(tree: Arc<dyn FileTree>, listing: Arc<Listing>, path: &str) -> Pages
     stream(tree, listing, None, head, render, "\n  ]\n}\n".into())
 }
 
-/// Files whose text is shown below the table of a folder that has them.
-const SHOWN_INLINE: [&str; 2] = ["array.json", "schema.json"];
-/// Up to this many bytes of each.
-const INLINE_BYTES: u64 = 256 << 10;
-
-/// An HTML page: a table of names (links), sizes and times, then the array's JSON.
-pub fn html(tree: Arc<dyn FileTree>, listing: Arc<Listing>, path: &str) -> Pages {
-    let title = escape(&format!("{}{}", tree.source(), path));
-    let mut head = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>\n\
-         <style>body{{font-family:sans-serif;margin:1.5em}}td{{padding:0 1em}}\
-         td.size{{text-align:right;font-family:monospace}}pre{{background:#f6f6f6;padding:1em;\
-         overflow:auto}}</style></head>\n<body><h1>{title}</h1>\n<table>\n\
-         <tr><th>Name</th><th>Size</th><th>Modified</th></tr>\n"
-    );
-    if path != "/" {
-        head.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
-    }
-    let render = |_: &dyn FileTree, shown: &[Shown], _: usize| {
-        let mut out = String::new();
-        for e in shown {
-            let slash = if e.dir { "/" } else { "" };
-            let size = match (e.dir, e.size) {
-                (true, _) => "-".to_string(),
-                (false, Some(s)) => s.to_string(),
-                (false, None) => "?".to_string(),
-            };
-            let modified = e.mtime_ms.map(super::file::http_date).unwrap_or_default();
-            out.push_str(&format!(
-                "<tr><td><a href=\"{}{slash}\">{}{slash}</a></td><td class=\"size\">{size}</td>\
-                 <td>{modified}</td></tr>\n",
-                encode(&e.name),
-                escape(&e.name),
-            ));
-        }
-        out
-    };
-    let tail = inline_json(&*tree, &listing);
-    stream(tree, listing, None, head, render, tail)
-}
-
-/// The end of an HTML page: `array.json` and `schema.json`, pretty-printed, where the
-/// folder has them (a root), then the closing tags.
-fn inline_json(tree: &dyn FileTree, listing: &Listing) -> String {
-    let mut out = String::from("</table>\n");
-    for name in SHOWN_INLINE {
-        let Some(i) = listing
-            .names()
-            .position(|(n, kind)| n == name && kind == Kind::File)
-        else {
-            continue;
-        };
-        let Ok(bytes) = tree
-            .listed(listing, i)
-            .and_then(|e| tree.read_at(e.ino, 0, INLINE_BYTES))
-        else {
-            continue;
-        };
-        let text = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-        out.push_str(&format!(
-            "<h2><a href=\"{name}\">{name}</a></h2>\n<pre>{}</pre>\n",
-            escape(&text)
-        ));
-    }
-    out.push_str("</body></html>\n");
-    out
-}
-
 /// The listing of folder `dir`, for a door to page through.
 pub fn take(tree: &dyn FileTree, dir: Ino) -> Result<Arc<Listing>> {
     Ok(Arc::new(tree.listing(dir)?))
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_escaped_in_text() {
-        assert_eq!(escape("<a href='x'>&"), "&lt;a href=&#39;x&#39;&gt;&amp;");
-    }
 }

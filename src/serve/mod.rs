@@ -7,7 +7,8 @@
 //! [`s3api`] (with [`s3list`]) and [`nfs`]. What they share: the connections, their
 //! bounds, TLS and the rules every request meets before a door sees it ([`conn`],
 //! [`origin`], [`tls`]), a served file held, validated and streamed ([`mod@file`]), listings
-//! page by page ([`listing`]), the answers' memory budget ([`budget`]) and the pool that
+//! page by page ([`listing`]) and the folder page a browser reads ([`page`], with
+//! [`page_tables`] and [`html`]), the answers' memory budget ([`budget`]) and the pool that
 //! sizes text files ([`sizing`]). What clients send is parsed in [`crate::wire`].
 //! [`Server`] runs the doors on one tokio runtime: `fragfs serve` until a signal, tests
 //! and embedders for as long as they hold it.
@@ -25,9 +26,12 @@ with_network! {
     pub mod budget;
     pub mod conn;
     pub mod file;
+    pub mod html;
     pub mod http;
     pub mod listing;
     pub mod origin;
+    pub mod page;
+    pub mod page_tables;
     pub mod s3api;
     pub mod s3list;
     mod server;
