@@ -1151,10 +1151,12 @@ fn check_copy(damage: &Damage, w: &Walk, intact: &Intact, checksummed: bool) -> 
         }
     }
     // The data files' bytes (the JSON files describe the tiles, damage included, and
-    // array.json and the Zarr group's .zattrs name the copy's own path).
+    // array.json and the Zarr group's .zattrs name the copy's own path; fragments.svg
+    // describes the fragments, their sizes on disk included).
     let data_read = w.read.iter().filter(|(path, _)| {
         let name = path.rsplit('/').next().unwrap_or(path);
-        !path.ends_with(".json") && ![".zattrs", ".zarray", ".zgroup"].contains(&name)
+        !path.ends_with(".json")
+            && ![".zattrs", ".zarray", ".zgroup", "fragments.svg"].contains(&name)
     });
     if checksummed && damage.data_file {
         for (path, hash) in data_read.clone() {

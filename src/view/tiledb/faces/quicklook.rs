@@ -19,7 +19,7 @@ use crate::array::dense_grid::DenseGrid;
 use crate::array::field::FieldRole;
 use crate::encode::quicklook::{self, Cell, Look, Range};
 use crate::encode::value;
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 use crate::format::datatype::decode_int;
 use crate::format::{Datatype, ElementKind};
 use crate::read::RawFile;
@@ -78,6 +78,9 @@ struct Plan {
     low: Vec<i128>,
     dims: Vec<String>,
     cells: Cells,
+    /// Where errors say they happened: a fragment's metadata (its footer says where the
+    /// cells are), or the state's file.
+    place: Place,
 }
 
 impl Plan {
@@ -163,6 +166,18 @@ fn plan(tree: &ArrayTree, of: FieldOf) -> Result<Plan> {
         .collect::<Option<Vec<u64>>>()
         .ok_or_else(|| not_here("an empty non-empty domain"))?;
     let low: Vec<i128> = bounds.iter().map(|&(lo, _)| lo).collect();
+    let place = match of.folder {
+        Folder::Fragment(f) => tree
+            .fragment(f)?
+            .place()
+            .in_file(crate::array::fragment::METADATA_FILE)
+            .detail(format!("{NAME} of field {}", names::encode(&facts.name))),
+        Folder::State(w) => Place::file(format!(
+            "{}/{}/{NAME}",
+            super::super::node::state_dir(w),
+            names::encode(&facts.name)
+        )),
+    };
     let cells = match cells_of {
         None => Cells::RowMajor {
             cols: shape[shape.len() - 1],
@@ -178,6 +193,7 @@ fn plan(tree: &ArrayTree, of: FieldOf) -> Result<Plan> {
         low,
         dims: schema.dimensions.iter().map(|d| d.name.clone()).collect(),
         cells,
+        place,
     })
 }
 
@@ -244,7 +260,7 @@ fn sample_row(
     let f = &plan.facts;
     let size = f.datatype.size();
     let s = plan.stride();
-    let corrupt = |why: String| Error::corrupt(NAME, why);
+    let corrupt = |why: String| Error::corrupt(plan.place.clone(), why);
     let mut wanted: Vec<(u64, usize)> = (0..width)
         .map(|j| {
             plan.cells
@@ -312,6 +328,18 @@ fn sample_row(
     Ok(())
 }
 
+/// `2nd`, `3rd`, `11th`, `21st`.
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// The quick look of the field at `at`: sampled, coloured and encoded.
 fn render(at: &At<'_, FieldOf>) -> Result<Vec<u8>> {
     let plan = plan(at.tree, at.place)?;
@@ -336,8 +364,9 @@ fn render(at: &At<'_, FieldOf>) -> Result<Vec<u8>> {
     let method = match s {
         1 => "every cell: one pixel per cell (stride 1)".to_string(),
         s => format!(
-            "strided: the cell at every {s}th row and column from the first (stride {s}), \
-             not averaged, so only the tiles those cells lie in are read"
+            "strided: the cell at every {} row and column from the first (stride {s}), \
+             not averaged, so only the tiles those cells lie in are read",
+            ordinal(s)
         ),
     };
     let source = match at.place.folder {
@@ -369,7 +398,7 @@ fn render(at: &At<'_, FieldOf>) -> Result<Vec<u8>> {
         range: extremes.range(plan.facts.datatype),
         text,
     })
-    .map_err(|e| Error::corrupt(NAME, e))
+    .map_err(|e| Error::corrupt(plan.place.clone(), e))
 }
 
 impl ValuesPng {
@@ -432,5 +461,7 @@ mod tests {
         assert!(!numeric(Datatype::Blob));
         assert_eq!(as_f64(&(-3i16).to_le_bytes(), Datatype::Int16), -3.0);
         assert_eq!(as_f64(&2.5f32.to_le_bytes(), Datatype::Float32), 2.5);
+        let o: Vec<String> = [2, 3, 4, 11, 12, 21, 113].map(ordinal).to_vec();
+        assert_eq!(o, ["2nd", "3rd", "4th", "11th", "12th", "21st", "113th"]);
     }
 }
