@@ -127,7 +127,7 @@ pub fn layout(p: &Picture) -> Layout {
     } else if aggregate {
         560.0
     } else {
-        (placed.len() as f64 * 18.0).clamp(36.0, 560.0)
+        (placed.len() as f64 * 24.0).clamp(120.0, 560.0)
     };
     let plot = [LEFT, TOP, width, height];
     let across_dim = if two_d { 1 } else { 0 };
