@@ -404,7 +404,8 @@ fn folders_list_as_html_or_json() {
     );
     assert!(page.contains("<h1>odd_names</h1>"));
     // Sorted by the server, asked by a column's link: newest first.
-    let r = get(addr, "GET", "/?sort=t1&order=desc", &[]);
+    let browser = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let r = get(addr, "GET", "/?sort=t1&order=desc", &browser);
     let sorted = String::from_utf8(r.body).unwrap();
     let at = |name: &str| sorted.find(&format!("fragments/{name}/")).unwrap();
     if let [first, .., last] = fragments.as_slice() {
@@ -412,7 +413,7 @@ fn folders_list_as_html_or_json() {
     }
     assert!(sorted.contains("?sort=t1&amp;order=asc\">First timestamp</a> ▼"));
     // A state's page: each field's files, linked.
-    let r = get(addr, "GET", "/latest/", &[]);
+    let r = get(addr, "GET", "/latest/", &browser);
     let state = String::from_utf8(r.body).unwrap();
     assert!(state.contains("<h2 id=\"fields\">Fields</h2>"));
     for e in tree.list(tree.resolve("latest").unwrap()).unwrap() {
@@ -423,6 +424,35 @@ fn folders_list_as_html_or_json() {
                 "{href}"
             );
         }
+    }
+    // A client that does not ask for HTML (curl, fsspec, GDAL, rclone) gets the entries
+    // alone, each a link: those clients take every link of a page for an entry.
+    for (folder, dir) in [("/", ROOT), ("/latest/", tree.resolve("latest").unwrap())] {
+        let r = get(addr, "GET", folder, &[]);
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+        let listing = String::from_utf8(r.body).unwrap();
+        let hrefs: Vec<&str> = listing
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .collect();
+        let mut want: Vec<String> = tree
+            .list(dir)
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let slash = if e.is_dir() { "/" } else { "" };
+                format!("{}{slash}", fragfs::wire::path::encode(&e.name))
+            })
+            .collect();
+        if folder != "/" {
+            want.insert(0, "../".into());
+        }
+        assert_eq!(hrefs, want, "{folder}: links other than the entries");
+        assert!(
+            !listing.contains(&location),
+            "{folder}: the server's path shows"
+        );
     }
 
     // Every attribute folder of the odd names is reachable by its link.

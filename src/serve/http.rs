@@ -58,6 +58,8 @@ struct Asked {
     /// `?envelope=fragfs_tile`: the file whole, behind the `fragfs_tile` codec's
     /// envelope (what a reference set of `fragfs refs` points a served chunk at).
     envelope: bool,
+    /// Whether the client asks for HTML by name (browsers do), and gets the folder page.
+    wants_page: bool,
 }
 
 /// What an answer made on the blocking pool needs before it can be made.
@@ -114,6 +116,8 @@ impl HttpDoor {
         let asked = Arc::new(Asked {
             envelope,
             wants_json: wants_json(req.headers(), req.uri().query()),
+            wants_page: header_str(req.headers(), header::ACCEPT)
+                .is_some_and(|a| a.contains("text/html")),
             method,
             path: req.uri().path().to_string(),
             query: req.uri().query().map(str::to_string),
@@ -218,10 +222,19 @@ impl HttpDoor {
                 listing::json(tree.clone(), listed, &shown),
                 "application/json",
             )
-        } else {
+        } else if asked.wants_page {
             (
                 // The page links by the path as asked (percent-encoded).
                 page::html(tree.clone(), listed, &asked.path, asked.query.as_deref()),
+                "text/html; charset=utf-8",
+            )
+        } else {
+            // Clients that do not ask for HTML (curl, fsspec, GDAL, rclone: `*/*`)
+            // read a folder's HTML as a directory listing: every link one of its
+            // entries. The page's links to pictures, fields' files and sortings would
+            // be taken for entries.
+            (
+                page::plain(tree.clone(), listed, &asked.path),
                 "text/html; charset=utf-8",
             )
         };

@@ -1,5 +1,7 @@
 //! The HTTP door's folder page: what a person opening `http://host:8080/` in a browser
-//! reads, with no JavaScript. Above the folder's files: where it has them, the picture
+//! reads, with no JavaScript (a request whose `Accept` names `text/html`; other clients
+//! get [`plain`], whose only links are the folder's entries, as the scrapers of
+//! directory listings need). Above the folder's files: where it has them, the picture
 //! of the fragments (`fragments.svg`), the quick looks of its fields (`values.png`), the
 //! schema as tables and the fragments as a sortable table (an array's root), and per
 //! field a row of links to each of its files (a fragment's or a state's folder). The
@@ -44,7 +46,8 @@ figure{display:inline-block;margin:0 1.5em 1em 0;vertical-align:top}\
 figcaption{font-size:90%;color:#444;max-width:60em}";
 
 /// The page of the folder at `path` (`/latest/`, percent-encoded as asked), its files
-/// `listing`, its fragments table sorted as `query` asks (`?sort=cells&order=desc`).
+/// `listing`, its fragments table sorted as `query` asks (`?sort=cells&order=desc`):
+/// for browsers.
 pub fn html(
     tree: Arc<dyn FileTree>,
     listing: Arc<Listing>,
@@ -52,6 +55,30 @@ pub fn html(
     query: Option<&str>,
 ) -> Pages {
     let head = head(&*tree, &listing, path, query);
+    files(tree, listing, head)
+}
+
+/// The folder's entries alone, each a link (and `../`), with their sizes and times:
+/// for clients that read an HTML listing as a directory's (fsspec, GDAL's `/vsicurl/`,
+/// rclone, wget), which take every link of a page for an entry.
+pub fn plain(tree: Arc<dyn FileTree>, listing: Arc<Listing>, path: &str) -> Pages {
+    let name = short_name(&tree.source());
+    let shown = escape(&format!(
+        "{name}{}",
+        crate::wire::path::decode(path).unwrap_or_else(|_| path.to_string())
+    ));
+    let mut head = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{shown}</title></head>\n\
+         <body><h1>{shown}</h1>\n<table>\n<tr><th>Name</th><th>Size</th><th>Modified</th></tr>\n"
+    );
+    if path != "/" {
+        head.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+    }
+    files(tree, listing, head)
+}
+
+/// `head`, then the files table's rows, streamed, then the end of the page.
+fn files(tree: Arc<dyn FileTree>, listing: Arc<Listing>, head: String) -> Pages {
     let render = |_: &dyn FileTree, shown: &[Shown], _: usize| {
         let mut out = String::new();
         for e in shown {
