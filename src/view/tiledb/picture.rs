@@ -3,7 +3,7 @@
 //! the picture's time, for [`crate::encode::picture`] to draw.
 //!
 //! The standing follows the rules `latest/` and `at/<T>/` merge by
-//! ([`crate::read::merge::visible`]'s): a fragment TileDB would not open at T
+//! (`visible` in `src/read/merge/state.rs`): a fragment TileDB would not open at T
 //! ([`visibility::is_open_at`]) was written later and is drawn hidden, as is one a
 //! consolidation's `.vac` file hides by then (replaced); the rest are live, in part
 //! where TileDB shows only their cells stamped up to T. The picture depends on every
