@@ -152,6 +152,23 @@ impl Gather<'_> {
 }
 
 impl Merged {
+    /// What a gather of field `f`'s values (or validity bytes) copies, in byte order
+    /// `order`.
+    fn gather_of(&self, f: usize, validity: bool, order: ByteOrder) -> Result<Gather<'_>> {
+        let field = self.field(f)?;
+        let per = if validity {
+            1
+        } else {
+            field.cell_size() as usize
+        };
+        Ok(Gather {
+            field,
+            validity,
+            per,
+            order,
+        })
+    }
+
     /// Appends the values (or validity bytes) of the cells of `runs` of fixed-size
     /// field `f`, each run put in byte order `order` once copied.
     pub(super) fn gather_runs(
@@ -162,18 +179,7 @@ impl Merged {
         order: ByteOrder,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let field = self.field(f)?;
-        let per = if validity {
-            1
-        } else {
-            field.cell_size() as usize
-        };
-        let g = Gather {
-            field,
-            validity,
-            per,
-            order,
-        };
+        let g = self.gather_of(f, validity, order)?;
         if let Some(spans) = short_run_spans(&runs, self.sources.len()) {
             return self.gather_spans(g, &runs, spans, out);
         }
@@ -383,18 +389,8 @@ impl Merged {
         order: ByteOrder,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let field = self.field(f)?;
-        let per = if validity {
-            1
-        } else {
-            field.cell_size() as usize
-        };
-        let g = Gather {
-            field,
-            validity,
-            per,
-            order,
-        };
+        let g = self.gather_of(f, validity, order)?;
+        let per = g.per;
         let counts = count_picks(&picks.sources);
         if counts.len() > picks.starts.len() {
             return Err(Error::corrupt(
