@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 fn _fragfs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::Tree>()?;
     m.add_class::<refs::TileDecoder>()?;
+    m.add_class::<refs::DecodedChunk>()?;
     m.add_function(wrap_pyfunction!(refs::refs_json, m)?)?;
     m.add_function(wrap_pyfunction!(refs::stored_tiles, m)?)?;
     m.add(

@@ -4,13 +4,14 @@
 //! a stored tile (or an enveloped chunk) with the GIL released.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use fragfs::read::tile_codec::TileCodec;
 use fragfs::view::open_array;
 use fragfs::view::tiledb::{RefOptions, Refs, DEFAULT_INLINE_LIMIT};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::PyDict;
 
 use crate::errors::to_py;
 use crate::options::{open_options, S3Args};
@@ -111,18 +112,86 @@ impl TileDecoder {
         Ok(TileDecoder { codec })
     }
 
-    /// The chunk `data` (a stored tile, or an enveloped chunk) holds, decoded.
-    fn decode<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let out = py
-            .detach(|| self.codec.decode(data))
+    /// The chunk `data` (a stored tile, or an enveloped chunk) holds, decoded: a
+    /// [`DecodedChunk`], which numpy wraps without a copy (`np.asarray`).
+    fn decode(&self, py: Python<'_>, data: &[u8]) -> PyResult<DecodedChunk> {
+        let bytes = py
+            .detach(|| {
+                let mut bytes = spare_buffer();
+                self.codec.decode_into(data, &mut bytes).map(|()| bytes)
+            })
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(PyBytes::new(py, &out))
+        Ok(DecodedChunk { bytes })
     }
 
     /// Bytes of a decoded chunk.
     #[getter]
     fn decoded_size(&self) -> Option<u64> {
         self.codec.decoded_size()
+    }
+}
+
+/// A decoded chunk, owned by Rust and lent to numpy through the array interface
+/// protocol, so the decoder's buffer becomes the array's memory as it is. Copying it
+/// into a `bytes` cost a second allocation of the chunk's size, its page faults and a
+/// copy: a fifth of the codec's time on a 32 MiB tile. No `unsafe` is needed: numpy
+/// keeps this object alive as the array's base, and the buffer never changes (the class
+/// is frozen and the `Vec` is never touched again), so the address stays valid.
+///
+/// When the last array over it goes, the buffer goes back to [`SPARE_BUFFERS`]: zarr
+/// copies a decoded chunk into its output and drops it, so the next tile is decoded
+/// into memory already mapped, where a fresh allocation of a 32 MiB tile cost its
+/// page faults and the kernel's zeroing (a third of the decode).
+#[pyclass(frozen, module = "fragfs")]
+pub struct DecodedChunk {
+    bytes: Vec<u8>,
+}
+
+impl Drop for DecodedChunk {
+    fn drop(&mut self) {
+        let bytes = std::mem::take(&mut self.bytes);
+        if bytes.capacity() > SPARE_BUFFER_LIMIT {
+            return;
+        }
+        if let Ok(mut spares) = SPARE_BUFFERS.lock() {
+            if spares.len() < SPARE_BUFFER_COUNT {
+                spares.push(bytes);
+            }
+        }
+    }
+}
+
+/// Decoded buffers kept for the next decodes of this process, at most
+/// [`SPARE_BUFFER_COUNT`] of at most [`SPARE_BUFFER_LIMIT`] bytes each: a worker
+/// decodes a tile or two at a time, so two cover it, and what they hold is bounded.
+static SPARE_BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const SPARE_BUFFER_COUNT: usize = 2;
+const SPARE_BUFFER_LIMIT: usize = 256 << 20;
+
+/// A spare buffer (the largest), or a new one.
+fn spare_buffer() -> Vec<u8> {
+    let Ok(mut spares) = SPARE_BUFFERS.lock() else {
+        return Vec::new();
+    };
+    let largest = (0..spares.len()).max_by_key(|&i| spares[i].capacity());
+    largest.map(|i| spares.swap_remove(i)).unwrap_or_default()
+}
+
+#[pymethods]
+impl DecodedChunk {
+    /// numpy's array interface (version 3): a read-only 1-D array of `uint8`.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let interface = PyDict::new(py);
+        interface.set_item("version", 3)?;
+        interface.set_item("shape", (self.bytes.len(),))?;
+        interface.set_item("typestr", "|u1")?;
+        interface.set_item("data", (self.bytes.as_ptr() as usize, true))?;
+        Ok(interface)
+    }
+
+    fn __len__(&self) -> usize {
+        self.bytes.len()
     }
 }
 

@@ -150,3 +150,36 @@ def test_the_codec_pickles_by_its_configuration():
         f.seek(tile["offset"])
         stored = f.read(tile["length"])
     assert bytes(again.decode(stored)) == bytes(codec.decode(stored))
+
+
+def test_decoded_chunks_share_no_memory_while_alive():
+    """The codec hands numpy its decoder's buffer (no copy) and reuses a buffer once
+    its last array is gone: an array still alive must never be written by a later
+    decode, and a reused buffer must hold the new tile whole."""
+    fields = [f for f in fragfs.stored_tiles(str(FIXTURES / "tiledb" / "dense_2d"))
+              if f["tiles"] and not f["validity"]]
+    assert len(fields) >= 2
+    tree = fragfs.Tree(str(FIXTURES / "tiledb" / "dense_2d"))
+    tiles = []
+    for field in fields:
+        at = 0
+        for tile in field["tiles"]:
+            size = tile["codec"]["decoded_size"]
+            want = row_major(tree.cat("%s/values.bin" % field["path"], at, at + size), tile["codec"])
+            with open(tile["url"], "rb") as f:
+                f.seek(tile["offset"])
+                tiles.append((FragfsTile(**tile["codec"]), f.read(tile["length"]), want))
+            at += size
+    kept = [(codec.decode(stored), want) for codec, stored, want in tiles]
+    assert all(arr.tobytes() == want for arr, want in kept)
+    assert not any(arr.flags.writeable for arr, _ in kept)
+    # Decoding again while they live, and again after each is dropped.
+    for _ in range(2):
+        for codec, stored, want in tiles:
+            again = codec.decode(stored)
+            assert again.tobytes() == want
+            del again
+    assert all(arr.tobytes() == want for arr, want in kept)
+    del kept
+    for codec, stored, want in reversed(tiles):
+        assert codec.decode(stored).tobytes() == want

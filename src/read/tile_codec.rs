@@ -187,6 +187,16 @@ impl TileCodec {
     /// row-major order) or a chunk given decoded behind [`ENVELOPE`]. Either must be
     /// exactly [`TileCodec::decoded_size`] bytes; a tile must end with its last chunk.
     pub fn decode(&self, bytes: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.decode_into(bytes, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`TileCodec::decode`] into `out`, which is cleared first: a caller that decodes
+    /// tile after tile hands the same buffer back, and its memory is written again
+    /// instead of being mapped (and zeroed by the kernel) anew for every tile.
+    pub fn decode_into(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
         let size = self
             .decoded_size()
             .ok_or_else(|| bad_config("the tile's size is past 64 bits"))?;
@@ -197,7 +207,8 @@ impl TileCodec {
                     format!("{} bytes, the chunk has {size}", raw.len()),
                 ));
             }
-            return Ok(raw.to_vec());
+            out.extend_from_slice(raw);
+            return Ok(());
         }
         let chunks = parse_chunks(bytes).map_err(|e| Error::format(place(), e))?;
         let end = chunks.last().map_or(8, |c| c.end());
@@ -223,7 +234,7 @@ impl TileCodec {
             format_version: self.format_version,
             key: None,
         };
-        let mut out = Vec::with_capacity(size as usize);
+        out.reserve(size as usize);
         for (i, c) in chunks.iter().enumerate() {
             let at = |r: std::ops::Range<u64>| &bytes[r.start as usize..r.end as usize];
             unfilter_chunk_into(
@@ -232,14 +243,14 @@ impl TileCodec {
                 at(c.metadata_range()),
                 at(c.data_range()),
                 c.unfiltered_len,
-                &mut out,
+                out,
             )
             .map_err(|e| Error::filter(place().chunk(i), e))?;
         }
-        Ok(match self.col_major {
-            true => to_row_major(&out, &self.tile_shape, self.cell_size as usize),
-            false => out,
-        })
+        if self.col_major {
+            *out = to_row_major(out, &self.tile_shape, self.cell_size as usize);
+        }
+        Ok(())
     }
 
     /// Whether the tile's stored order is row-major already: column-major with at most

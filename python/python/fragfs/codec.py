@@ -45,7 +45,8 @@ class FragfsTile(Codec):
     def decode(self, buf, out=None):
         # fsspec hands over bytes: given to Rust as they are, not copied.
         data = buf if isinstance(buf, bytes) else ensure_contiguous_ndarray(buf).view("u1").tobytes()
-        decoded = np.frombuffer(self._decoder.decode(data), dtype="u1")
+        # The decoder's own buffer, wrapped by numpy without a copy.
+        decoded = np.asarray(self._decoder.decode(data))
         return ndarray_copy(decoded, out)
 
     def __reduce__(self):
