@@ -1,9 +1,12 @@
 """One measurement of the cluster section (cluster.py): a Dask LocalCluster of N worker
-processes (one thread each) sums the cluster array's `v`, read one way:
+processes (one thread each, unless told) sums the cluster array's `v`, read one way:
 
-    python cluster_client.py refs   N '{"refs": FILE, "endpoint": URL, "key": K, "secret": S}'
-    python cluster_client.py serve  N '{"http": "host:port"}'
-    python cluster_client.py tiledb N '{"uri": "s3://...", "endpoint": URL, "key": K, "secret": S}'
+    python cluster_client.py refs   N '{"refs": FILE, "endpoint": URL, "key": K, "secret": S}' [THREADS]
+    python cluster_client.py serve  N '{"http": "host:port"}' [THREADS]
+    python cluster_client.py tiledb N '{"uri": "s3://...", "endpoint": URL, "key": K, "secret": S}' [THREADS]
+
+THREADS is the threads of each worker, 1 unless given (Dask's own default here: the
+machine's cores shared among the workers).
 
 - refs: xarray over fsspec's `reference://` filesystem (a kerchunk reference set made
   by `fragfs refs`), every worker fetching its chunks' stored tiles from S3 and
@@ -13,10 +16,12 @@ processes (one thread each) sums the cluster array's `v`, read one way:
 
 The cluster is started and every worker has imported what its method needs before the
 clock starts; the page cache is dropped right before it (the S3 server then reads from
-disk). Prints one JSON line: seconds, the sum, the cells.
+disk). Prints one JSON line: seconds, the sum, the cells, and the CPU seconds the
+machine was busy meanwhile (every process, the S3 server's too).
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -99,16 +104,27 @@ def main() -> None:
     from distributed import Client, LocalCluster
 
     method, workers, cfg = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+    threads = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         client.run(warm, method)
         v = array(method, cfg)
         Path("/proc/sys/vm/drop_caches").write_text("3")
+        busy0 = busy_seconds()
         t0 = time.perf_counter()
         total = float(v.sum().compute())
         seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, "sum": total, "cells": int(v.size)}))
+        busy = busy_seconds() - busy0
+    print(json.dumps({"seconds": seconds, "sum": total, "cells": int(v.size), "busy": busy}))
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (every process: the workers, the
+    S3 server), from /proc/stat: with the wall time, how much of the cores a read used."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
