@@ -12,7 +12,9 @@
 #                   cluster,decode
 #                   (default: all)
 #   --profile       afterwards, profile the daemon during each sequential read
-#                   (perf record -g, syscall counts) into target/bench/profile/
+#                   (perf record -g, syscall counts) into target/bench/profile/, and
+#                   split the whole machine's time per MiB against the zero FUSE
+#                   file (ceiling.py, target/bench/profile/ceiling.txt)
 #
 # What it does: installs missing tools (apt-get), makes a venv with TileDB-Py in
 # target/bench/venv, builds fragfs and the zero-serving baseline (examples/zerofs.rs),
@@ -96,6 +98,7 @@ command -v nfs-ls >/dev/null || need_pkgs+=(libnfs-utils)
 if [ "$profile" -eq 1 ]; then
     command -v perf >/dev/null || need_pkgs+=(linux-perf)
     command -v strace >/dev/null || need_pkgs+=(strace)
+    command -v lz4 >/dev/null || need_pkgs+=(lz4)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     step "installing ${need_pkgs[*]}"
@@ -182,4 +185,6 @@ nice -n -10 "$VENV/bin/python" "$ROOT/scripts/bench/run.py" --only "$only" "${ru
 if [ "$profile" -eq 1 ]; then
     step "profiling the daemon during the sequential reads"
     nice -n -10 "$VENV/bin/python" "$ROOT/scripts/bench/profile.py"
+    step "where each MiB goes, against the zero FUSE file (ceiling.py)"
+    nice -n -10 "$VENV/bin/python" "$ROOT/scripts/bench/ceiling.py"
 fi

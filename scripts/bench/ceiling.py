@@ -22,15 +22,19 @@ Every sample is put in one bucket by its thread and function:
 
 and printed as milliseconds of CPU per MiB of the file, with the wall time per MiB and
 what 0.7 of the zero file's speed leaves: its wall time per MiB times the cores is
-the CPU a read may spend per MiB, whatever it spends it on. The perf data and the full
-split stay in target/bench/profile/ceiling-*.
+the CPU a read may spend per MiB, whatever it spends it on. For an LZ4 attribute, the
+reference decoder (liblz4's own `lz4 -b`, 64 KiB blocks as TileDB cuts its chunks) is
+timed on 64 MiB of the attribute's values: what decoding this data costs in any
+program. The perf data and the full split stay in target/bench/profile/ceiling-*.
 """
 
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,6 +127,23 @@ def measure(name: str, cmd_files: list, prepare, mount, rounds: int) -> dict:
     return {"wall": wall, "walls": [r[0] for r in runs], "split": split(data)}
 
 
+def reference_lz4(values_bin: Path) -> float | None:
+    """liblz4's decode speed (MB/s, one core) on the first 64 MiB of `values_bin`,
+    compressed by `lz4 -b` in 64 KiB blocks at level 1 (TileDB's LZ4 filter); None
+    without the `lz4` command."""
+    if shutil.which("lz4") is None:
+        return None
+    with tempfile.NamedTemporaryFile(dir=OUT, suffix=".bin") as sample:
+        with open(values_bin, "rb") as f:
+            sample.write(f.read(64 * MIB))
+        sample.flush()
+        out = subprocess.run(["lz4", "-b1", "-B4", "-i3", sample.name], check=True,
+                             capture_output=True, text=True)
+    found = re.findall(r"\(\s*[\d.]+\),\s*[\d.]+ MB/s\s*,\s*([\d.]+) MB/s",
+                       out.stdout + out.stderr)
+    return float(found[-1]) if found else None
+
+
 def line(name: str, mib: float, got: dict) -> str:
     per = {k: v * 1e3 / mib for k, v in got["split"].items()}
     busy = sum(v for k, v in per.items() if k != "idle")
@@ -156,6 +177,13 @@ def main() -> None:
         budget_wall = zero["wall"] / 0.7 * 1e3 / mib
         lines.append(f"  0.7 of it: wall {budget_wall:.3f} ms/MiB, so at most "
                      f"{budget_wall * CORES:.3f} ms of CPU per MiB on {CORES} cores")
+        if {a: f for a, f, _ in ATTRS}[attr] == "LZ4":
+            with fragfs_foreground(BIG):
+                mbps = reference_lz4(files[0])
+            if mbps:
+                per_mib = MIB / 1e6 / mbps * 1e3
+                lines.append(f"  liblz4 (lz4 -b, 64 KiB blocks) decodes {attr} at {mbps:.0f} MB/s "
+                             f"a core: {per_mib:.3f} ms of CPU per MiB for decoding alone")
         for mode, prepare in [("warm", warm_array), ("cold", drop_caches)]:
             got = measure(f"{attr}-{mode}", files, prepare, lambda: fragfs_foreground(BIG),
                           args.rounds)

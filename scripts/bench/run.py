@@ -394,8 +394,9 @@ def seq(rep: Report, repeat: int, decode_output: Path) -> None:
             rep.row(*vs_zero_w, target=("≥ 0.70", lambda r: r >= 0.7))
             rep.row(*vs_tdb)
         stored_bytes = sum(p.stat().st_size for p in stored)
-        # Unfiltered, fragfs serves the files' own bytes: it should come near the disk.
-        disk_target = ("≥ 0.80", lambda r: r >= 0.8) if filt == "none" else None
+        # Unfiltered, fragfs serves the files' own bytes: it should come near the disk
+        # (0.8x in issue 16, 0.9x in issue 45).
+        disk_target = ("≥ 0.90", lambda r: r >= 0.9) if filt == "none" else None
         rep.row(f"{label}, cold, vs cat of its {stored_bytes // MIB} MiB of files on disk",
                 rate(nbytes, f), f"disk {rate(stored_bytes, med['disk'])}", med["disk"] / f,
                 target=disk_target)
@@ -1001,9 +1002,12 @@ def squash(rep: Report, repeat: int) -> None:
         med = {k: median(v) for k, v in runs.items()}
         rep.details[f"squash_{attr}"] = {"bytes": nbytes, **runs}
         label = f"{attr} ({filt}, {nbytes // MIB} MiB) vs squashfuse_ll"
+        # Cold: 1.2x in issue 16; LZ4, where decoding is cheap, 1.5x in issue 45.
+        cold_target = (("≥ 1.50", lambda r: r >= 1.5) if filt == "LZ4"
+                       else ("≥ 1.20", lambda r: r >= 1.2))
         rep.row(f"{label}, cold", rate(nbytes, med["fragfs"]),
                 f"squashfuse_ll {rate(nbytes, med['squash'])}", med["squash"] / med["fragfs"],
-                target=("≥ 1.20", lambda r: r >= 1.2))
+                target=cold_target)
         rep.row(f"{label}, warm (mount + cat + umount)", rate(nbytes, med["fragfs_warm"]),
                 f"squashfuse_ll {rate(nbytes, med['squash_warm'])}",
                 med["squash_warm"] / med["fragfs_warm"], target=("≥ 1.50", lambda r: r >= 1.5))
