@@ -80,6 +80,14 @@ if [ ${#debs[@]} -gt 0 ]; then
         echo "could not install ${debs[*]}: the checks that need them will say so" >&2
     fi
 fi
+# R's arrow, a reader of cells.parquet and cells.arrow (tests/tables_r.rs): Debian 12 has
+# no r-cran-arrow, so Debian unstable's, in a root folder of its own in the cargo home,
+# made once (about a minute) by scripts/install_r_arrow.sh (root only).
+if [ "$(id -u)" -eq 0 ] && r_root=$(bash scripts/install_r_arrow.sh); then
+    export FRAGFS_TEST_R_ROOT="$r_root"
+else
+    echo "could not install R's arrow: tests/tables_r.rs will say so" >&2
+fi
 # A real S3 server for tests/s3.rs: s3s-fs from crates.io, built once into the cargo home
 # (about 8 minutes) and found there afterwards.
 S3S_VERSION=0.14.1
