@@ -134,15 +134,20 @@ def check_array(array, merged, key, every_state=True):
     return states, whole
 
 
-def test_every_dense_fixture_at_every_state_reads_as_tiledb_py():
-    arrays = dense_arrays(FIXTURES)
-    assert len(arrays) > 20
+def check_arrays(arrays, name):
+    """check_array over `arrays`; the whole-domain compares made."""
     states = whole = 0
     for array, merged, key in arrays:
         s, w = check_array(array, merged, key)
         states, whole = states + s, whole + w
-    print("%d fixture arrays, %d states, %d whole-domain compares with TileDB-Py" % (len(arrays), states, whole))
-    assert whole > 50
+    print("%d %s arrays, %d states, %d whole-domain compares with TileDB-Py" % (len(arrays), name, states, whole))
+    return whole
+
+
+def test_every_dense_fixture_at_every_state_reads_as_tiledb_py():
+    arrays = dense_arrays(FIXTURES)
+    assert len(arrays) > 20
+    assert check_arrays(arrays, "fixture") > 50
 
 
 def test_every_dense_corpus_array_at_every_state_reads_as_tiledb_py():
@@ -150,12 +155,7 @@ def test_every_dense_corpus_array_at_every_state_reads_as_tiledb_py():
         required("no shared corpus at %s" % CORPUS)
     arrays = dense_arrays(CORPUS)
     assert len(arrays) > 250
-    states = whole = 0
-    for array, merged, key in arrays:
-        s, w = check_array(array, merged, key)
-        states, whole = states + s, whole + w
-    print("%d corpus arrays, %d states, %d whole-domain compares with TileDB-Py" % (len(arrays), states, whole))
-    assert whole > 500
+    assert check_arrays(arrays, "corpus") > 500
 
 
 def check_states(array, merged, key=None, open_refs=None, **refs_options):

@@ -49,7 +49,6 @@ from run import (  # noqa: E402
     drop_caches,
     fragfs_foreground,
     fragments,
-    median,
     values,
     warm_array,
     zerofs,
@@ -59,9 +58,6 @@ OUT = BIG.parent / "profile"
 FREQ = 1999
 CORES = os.cpu_count() or 1
 BUCKETS = ["reader", "decode", "file copy", "reply", "read-ahead", "other", "idle"]
-# Kernel functions of a serving thread's reply (fs/fuse/dev.c and the pinning of the
-# reply buffer); `_copy_to_iter` there is the `pread` copy out of the page cache.
-REPLY = re.compile(r"fuse_|gup_|memcpy|pin_user|follow_page|copy_from_iter|iov_iter_get")
 
 
 def bucket(comm: str, dso: str, sym: str) -> str:
@@ -75,11 +71,12 @@ def bucket(comm: str, dso: str, sym: str) -> str:
     if comm.startswith("fuser"):
         if not kernel:
             return "decode"
+        # In a serving thread's kernel time, copying out of the page cache is the
+        # `pread` of a stored file; the rest is the reply (pinning the buffer, copying it
+        # into the mount's page cache) and its /dev/fuse calls.
         if "_copy_to_iter" in sym or "copy_page_to_iter" in sym or "filemap_" in sym:
             return "file copy"
-        if REPLY.search(sym):
-            return "reply"
-        return "reply"  # the rest of a serving thread's kernel time: its /dev/fuse calls
+        return "reply"
     return "other"
 
 
