@@ -1,7 +1,7 @@
 //! View errors as errnos for the kernel, the unexpected ones logged once.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use fuser::Errno;
 
@@ -23,18 +23,48 @@ pub fn errno(e: &Error, ino: Ino, op: &str) -> Errno {
     Errno::from_i32(code)
 }
 
-/// Whether the same error of the same node was logged a moment ago. The kernel often
-/// asks twice for what failed once (a lookup then its revalidation, a read-ahead then
-/// the page itself): one failure is one log line.
+/// Whether the same error of the same node was logged already. The kernel often asks
+/// again for what failed once (a lookup then its revalidation, a read-ahead then the
+/// page itself, a stat seconds later on a loaded machine): one failure is one log line.
+/// The memory is of the last [`REMEMBERED`] distinct failures, not of a time window, so
+/// how fast the kernel asks again never changes what is logged; a failure pushed out by
+/// as many others is logged again when it comes back.
 fn repeated(ino: Ino, message: &str) -> bool {
-    const WINDOW: Duration = Duration::from_secs(2);
-    static RECENT: Mutex<Vec<(Ino, String, Instant)>> = Mutex::new(Vec::new());
-    let now = Instant::now();
-    let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-    recent.retain(|(_, _, at)| now.duration_since(*at) < WINDOW);
-    if recent.iter().any(|(n, m, _)| *n == ino && m == message) {
+    static LOGGED: Mutex<VecDeque<(Ino, String)>> = Mutex::new(VecDeque::new());
+    let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    if logged.iter().any(|(n, m)| *n == ino && m == message) {
         return true;
     }
-    recent.push((ino, message.to_string(), now));
+    if logged.len() == REMEMBERED {
+        logged.pop_front();
+    }
+    logged.push_back((ino, message.to_string()));
     false
+}
+
+/// Distinct failures remembered by [`repeated`]: a few hundred kilobytes of messages at
+/// most.
+const REMEMBERED: usize = 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_is_logged_once_however_late_it_is_asked_again() {
+        // Inodes no other test uses.
+        let ino = u64::MAX - 7;
+        assert!(!repeated(ino, "tile 2: bad"));
+        assert!(repeated(ino, "tile 2: bad"));
+        assert!(!repeated(ino, "tile 3: bad"), "another failure of the node");
+        assert!(
+            !repeated(ino - 1, "tile 2: bad"),
+            "the same failure of another node"
+        );
+        // Pushed out by as many other failures, it is logged again.
+        for k in 0..REMEMBERED as u64 {
+            repeated(ino - 2 - k, "filler");
+        }
+        assert!(!repeated(ino, "tile 2: bad"));
+    }
 }
